@@ -1,0 +1,62 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+let package = Package(
+    name: "gattbridge",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "gattbridge", targets: ["gattbridge"])
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+    ],
+    targets: [
+        // C libraries, found through pkg-config.
+        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+
+        // D-Bus transport: event loop thread, marshalling, method calls, signals.
+        .target(name: "DBus", dependencies: ["CDBus"]),
+        // BlueZ client: adapters, devices, GATT, typed errors, resync on bluetoothd restart.
+        .target(name: "BlueZ", dependencies: ["DBus", .product(name: "Logging", package: "swift-log")]),
+        // Characteristic bytes <-> MQTT payloads, text framing, JSON writing.
+        .target(name: "Codecs"),
+        // YAML config: libyaml parse tree with positions, strict validation.
+        .target(name: "Config", dependencies: ["CYAML", "Codecs"]),
+        // MQTT client over libmosquitto: reconnect, resubscribe, offline buffer.
+        .target(name: "MQTT", dependencies: [
+            "CMosquitto",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "DequeModule", package: "swift-collections"),
+        ]),
+        // sd_notify, watchdog, journald-aware logging.
+        .target(name: "Systemd", dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")]),
+        // The bridge core: device sessions, channels, reconnection policy, Home Assistant, events.
+        .target(name: "Bridge", dependencies: [
+            "BlueZ", "Codecs", "Config", "MQTT", "Systemd",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "DequeModule", package: "swift-collections"),
+        ]),
+        .executableTarget(name: "gattbridge", dependencies: [
+            "Bridge", "BlueZ", "Codecs", "Config", "Systemd", "DBus",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+
+        .testTarget(name: "DBusTests", dependencies: ["DBus"]),
+        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus"]),
+        .testTarget(name: "CodecsTests", dependencies: ["Codecs"]),
+        .testTarget(name: "ConfigTests", dependencies: ["Config"]),
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT"]),
+        .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
+        .testTarget(name: "BridgeTests", dependencies: ["Bridge"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

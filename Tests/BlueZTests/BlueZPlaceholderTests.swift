@@ -1,0 +1,4 @@
+import Testing
+@testable import BlueZ
+
+@Test func bluezModuleLoads() {}

@@ -1,0 +1,4 @@
+import Testing
+@testable import Bridge
+
+@Test func bridgeModuleLoads() {}

@@ -1,0 +1,4 @@
+import Testing
+@testable import Codecs
+
+@Test func codecsModuleLoads() {}

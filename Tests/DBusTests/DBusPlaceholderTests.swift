@@ -1,0 +1,4 @@
+import Testing
+@testable import DBus
+
+@Test func dbusModuleLoads() {}

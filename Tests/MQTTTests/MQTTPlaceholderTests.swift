@@ -1,0 +1,4 @@
+import Testing
+@testable import MQTT
+
+@Test func mqttModuleLoads() {}

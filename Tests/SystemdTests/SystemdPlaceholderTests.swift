@@ -1,0 +1,4 @@
+import Testing
+@testable import Systemd
+
+@Test func systemdModuleLoads() {}
