@@ -22,12 +22,14 @@ let package = Package(
 
         // D-Bus transport: event loop thread, marshalling, method calls, signals.
         .target(name: "DBus", dependencies: ["CDBus"]),
+        // Bluetooth value types: addresses, UUIDs, SIG-assigned names.
+        .target(name: "Bluetooth"),
         // BlueZ client: adapters, devices, GATT, typed errors, resync on bluetoothd restart.
-        .target(name: "BlueZ", dependencies: ["DBus", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "BlueZ", dependencies: ["DBus", "Bluetooth", .product(name: "Logging", package: "swift-log")]),
         // Characteristic bytes <-> MQTT payloads, text framing, JSON writing.
         .target(name: "Codecs"),
         // YAML config: libyaml parse tree with positions, strict validation.
-        .target(name: "Config", dependencies: ["CYAML", "Codecs"]),
+        .target(name: "Config", dependencies: ["CYAML", "Codecs", "Bluetooth"]),
         // MQTT client over libmosquitto: reconnect, resubscribe, offline buffer.
         .target(name: "MQTT", dependencies: [
             "CMosquitto",
@@ -38,19 +40,20 @@ let package = Package(
         .target(name: "Systemd", dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")]),
         // The bridge core: device sessions, channels, reconnection policy, Home Assistant, events.
         .target(name: "Bridge", dependencies: [
-            "BlueZ", "Codecs", "Config", "MQTT", "Systemd",
+            "BlueZ", "Bluetooth", "Codecs", "Config", "MQTT", "Systemd",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "DequeModule", package: "swift-collections"),
         ]),
         .executableTarget(name: "gattbridge", dependencies: [
-            "Bridge", "BlueZ", "Codecs", "Config", "Systemd", "DBus",
+            "Bridge", "BlueZ", "Bluetooth", "Codecs", "Config", "Systemd", "DBus",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
 
         .testTarget(name: "DBusTests", dependencies: ["DBus"]),
+        .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus"]),
         .testTarget(name: "CodecsTests", dependencies: ["Codecs"]),
         .testTarget(name: "ConfigTests", dependencies: ["Config"]),

@@ -1,0 +1,4 @@
+import Testing
+@testable import Bluetooth
+
+@Test func bluetoothModuleLoads() {}
