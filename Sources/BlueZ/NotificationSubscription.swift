@@ -1,0 +1,34 @@
+import Synchronization
+
+/// An active notification subscription on one characteristic.
+///
+/// `values` ends when the subscription ends for any reason: `stop()`, the device disconnecting, the characteristic
+/// disappearing, bluetoothd going away, or BlueZ closing the acquired socket.
+public final class NotificationSubscription: Sendable {
+    /// How values arrive: an `AcquireNotify` socket, or `PropertiesChanged` signals after `StartNotify`.
+    public enum Delivery: String, Sendable, Equatable { case fd, signal }
+
+    public let delivery: Delivery
+    public let characteristicPath: String
+    /// The MTU BlueZ returned with `AcquireNotify`, else the characteristic's MTU property if exported.
+    public let mtu: Int?
+    public let values: AsyncStream<[UInt8]>
+
+    private let onStop: @Sendable () async -> Void
+    private let stopped = Atomic(false)
+
+    init(delivery: Delivery, characteristicPath: String, mtu: Int?, values: AsyncStream<[UInt8]>,
+         onStop: @escaping @Sendable () async -> Void) {
+        self.delivery = delivery
+        self.characteristicPath = characteristicPath
+        self.mtu = mtu
+        self.values = values
+        self.onStop = onStop
+    }
+
+    /// Ends the subscription: closes the socket, or calls StopNotify (best effort; a gone device cannot refuse). Idempotent.
+    public func stop() async {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        await onStop()
+    }
+}

@@ -1,0 +1,96 @@
+import Codecs
+import Config
+import Logging
+import Synchronization
+
+/// Turns characteristic bytes into MQTT messages for one channel: decode by codec (and `values`), frame text into
+/// lines, publish with the channel's QoS and retain flag. It sits on the notification hot path, so it does no more than
+/// one decode and one publish per value (text channels also keep a line buffer).
+final class ChannelPublisher: Sendable {
+    let channel: ChannelConfig
+    let topic: String
+    private let mqtt: MQTTLink
+    private let logger: Logger
+    private let text: TextState?
+
+    init(channel: ChannelConfig, topic: String, mqtt: MQTTLink, logger: Logger) {
+        self.channel = channel
+        self.topic = topic
+        self.mqtt = mqtt
+        self.logger = logger
+        // `values` maps whole payloads, so a text channel with a values map publishes each chunk through it unframed.
+        self.text = channel.codecKind == .text && channel.values.isEmpty
+            ? TextState(delimiter: channel.delimiter, maxLine: channel.maxLine) : nil
+    }
+
+    /// One value from the characteristic (a notification or a read).
+    func publish(_ bytes: [UInt8]) {
+        if let text {
+            for line in text.append(bytes) { send(line) }
+            if text.hasPending { text.armFlush(after: channel.flushAfter) { [weak self] line in self?.send(line) } }
+            return
+        }
+        do {
+            send(try channel.codec.decode(bytes))
+        } catch {
+            logger.warning("cannot decode value of \(channel.name): \(error)", metadata: ["topic": "\(topic)"])
+        }
+    }
+
+    /// Publishes the partial line a text channel holds (at disconnect, so nothing is lost).
+    func flush() {
+        if let line = text?.flushNow() { send(line) }
+    }
+
+    private func send(_ payload: String) {
+        mqtt.publish(topic, payload, qos: channel.qos, retain: channel.retain)
+    }
+}
+
+/// The line buffer of a text channel and its `flush_after` timer. Guarded by a mutex because notifications arrive on
+/// the pump task while the timer fires on its own.
+final class TextState: Sendable {
+    private struct State {
+        var framer: TextFramer
+        var timer: Task<Void, Never>?
+        var epoch: UInt64 = 0
+    }
+    private let state: Mutex<State>
+
+    init(delimiter: String, maxLine: Int) {
+        state = Mutex(State(framer: TextFramer(delimiter: delimiter, maxLine: maxLine)))
+    }
+
+    func append(_ bytes: [UInt8]) -> [String] {
+        state.withLock { $0.framer.append(bytes) }
+    }
+
+    var hasPending: Bool { state.withLock { $0.framer.hasPending } }
+
+    func flushNow() -> String? {
+        state.withLock { s in
+            s.timer?.cancel()
+            s.timer = nil
+            return s.framer.flush()
+        }
+    }
+
+    /// (Re)starts the idle timer: a partial line left alone for `after` is published as it is.
+    func armFlush(after: Duration, _ deliver: @escaping @Sendable (String) -> Void) {
+        state.withLock { s in
+            s.timer?.cancel()
+            s.epoch &+= 1
+            let epoch = s.epoch
+            s.timer = Task { [weak self] in
+                try? await Task.sleep(for: after)
+                guard !Task.isCancelled, let self else { return }
+                let line: String? = self.state.withLock { s in
+                    guard s.epoch == epoch else { return nil }
+                    s.timer = nil
+                    return s.framer.flush()
+                }
+                if let line { deliver(line) }
+            }
+        }
+    }
+}

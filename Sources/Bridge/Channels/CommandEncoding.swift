@@ -1,0 +1,48 @@
+import BlueZ
+import Codecs
+import Config
+
+/// Turns an MQTT `set` payload into what is written to the characteristic, and writes it.
+enum CommandEncoding {
+    struct Rejection: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Bytes to write. Text gets its write delimiter here; it is chunked at write time, when the MTU is known.
+    static func encode(_ payload: [UInt8], for channel: ChannelConfig) throws(Rejection) -> [UInt8] {
+        guard let text = String(validating: payload, as: UTF8.self) else {
+            throw Rejection(description: "payload for \(channel.name) is not valid UTF-8")
+        }
+        if channel.codecKind == .text && channel.values.isEmpty {
+            return Array(text.utf8) + Array(channel.writeDelimiter.utf8)
+        }
+        do {
+            return try channel.codec.encode(text)
+        } catch {
+            throw Rejection(description: "bad payload for \(channel.name) (codec \(channel.codecKind.rawValue)): \(error.message)")
+        }
+    }
+
+    /// With response when configured, else when the characteristic allows it, else without.
+    static func writeType(_ channel: ChannelConfig, _ info: GattCharacteristicInfo) -> GattWriteType {
+        if let withResponse = channel.writeWithResponse { return withResponse ? .request : .command }
+        return info.canWrite ? .request : .command
+    }
+
+    /// Text goes out in chunks of MTU − 3 bytes (20 when the MTU is unknown), in order; other codecs in one write.
+    static func write(_ bytes: [UInt8], channel: ChannelConfig, characteristic info: GattCharacteristicInfo,
+                      bluez: BlueZClient) async throws(BlueZError) {
+        let type = writeType(channel, info)
+        guard channel.codecKind == .text else {
+            try await bluez.writeValue(characteristic: info.path, bytes, type: type)
+            return
+        }
+        let size = max(1, (info.mtu.map { $0 - 3 }) ?? 20)
+        var start = 0
+        while start < bytes.count {
+            let end = min(start + size, bytes.count)
+            try await bluez.writeValue(characteristic: info.path, Array(bytes[start..<end]), type: type)
+            start = end
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import BlueZ
+import Logging
+
+/// BlueZ has one discovery session per client and adapter, but several device sessions may be looking for their device
+/// at once: this counts who wants discovery, starts it on the first request and stops it after the last. Requests are
+/// applied strictly in the order they were made (one consumer task), so a quick want/release pair cannot be reordered
+/// into a discovery left running.
+final class DiscoveryCoordinator: Sendable {
+    private enum Request: Sendable {
+        case want(String, adapter: String), release(String, adapter: String), reset
+    }
+    private let requests: AsyncStream<Request>.Continuation
+    private let worker: Task<Void, Never>
+
+    init(bluez: BlueZClient, logger: Logger) {
+        let (stream, continuation) = AsyncStream.makeStream(of: Request.self)
+        requests = continuation
+        worker = Task {
+            var interested: [String: Set<String>] = [:]   // adapter path → device names
+            var running: Set<String> = []
+            for await request in stream {
+                var adapters: [String]
+                switch request {
+                case .want(let device, let adapter):
+                    interested[adapter, default: []].insert(device)
+                    adapters = [adapter]
+                case .release(let device, let adapter):
+                    interested[adapter]?.remove(device)
+                    adapters = [adapter]
+                case .reset:
+                    running.removeAll()
+                    adapters = Array(interested.keys)
+                }
+                for adapter in adapters {
+                    let wanted = !(interested[adapter]?.isEmpty ?? true)
+                    if wanted && !running.contains(adapter) {
+                        do {
+                            try await bluez.startDiscovery(adapter: adapter, filter: DiscoveryFilter(transport: .le))
+                            running.insert(adapter)
+                            logger.debug("discovery started", metadata: ["adapter": "\(adapter)"])
+                        } catch {
+                            logger.warning("could not start discovery: \(error)", metadata: ["adapter": "\(adapter)"])
+                        }
+                    } else if !wanted && running.contains(adapter) {
+                        running.remove(adapter)
+                        do {
+                            try await bluez.stopDiscovery(adapter: adapter)
+                            logger.debug("discovery stopped", metadata: ["adapter": "\(adapter)"])
+                        } catch {
+                            logger.debug("could not stop discovery: \(error)", metadata: ["adapter": "\(adapter)"])
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    deinit {
+        requests.finish()
+    }
+
+    func want(_ device: String, adapter: String) { requests.yield(.want(device, adapter: adapter)) }
+    func release(_ device: String, adapter: String) { requests.yield(.release(device, adapter: adapter)) }
+    /// bluetoothd restarted or the adapter came back: discovery it ran is gone; start again for whoever still waits.
+    func reset() { requests.yield(.reset) }
+}

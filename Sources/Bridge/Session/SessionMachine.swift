@@ -1,0 +1,281 @@
+/// The life of one saved device, as a value type: events in, actions out, no I/O. The orchestrator owns the timers,
+/// the bus and MQTT; this decides what they should do, so every path (including the odd ones: stale results, adapter
+/// and bluetoothd outages, stop in the middle of a connect) is tested by driving it directly.
+///
+/// Invariants:
+/// - the connect slot is released on every way out of `waitingForSlot` and `connecting`;
+/// - availability is published on every change and only then;
+/// - a result carrying another generation than the current one changes nothing (a late slot grant is given back);
+/// - an event that makes no sense in the current state is ignored.
+public struct SessionMachine: Sendable {
+    public let policy: ReconnectPolicy
+    public private(set) var state: SessionState = .stopped
+    public private(set) var generation: SessionGeneration = 0
+    /// Failures since the last stable connection; numbers the retries.
+    public private(set) var attempt = 0
+    public private(set) var bluezPresent = true
+    public private(set) var adapterPowered = false
+    public private(set) var deviceKnown = false
+    /// The last `Connected` value seen.
+    public private(set) var linkUp = false
+    public private(set) var availability = AvailabilityTracker()
+    private var onlineSince: ContinuousClock.Instant?
+    private let jitter: @Sendable () -> Double
+
+    /// `jitter` returns a value in [-1, 1] for each scheduled retry; inject a constant for deterministic tests.
+    public init(policy: ReconnectPolicy = .standard,
+                jitter: @escaping @Sendable () -> Double = { Double.random(in: -1...1) }) {
+        self.policy = policy
+        self.jitter = jitter
+    }
+
+    public var isOnline: Bool { state == .online }
+
+    /// Feeds one event; returns what to do, in order. `now` only matters when an online session fails (to tell a
+    /// stable connection from a flapping one).
+    public mutating func handle(_ event: SessionEvent, now: ContinuousClock.Instant = .now) -> [SessionAction] {
+        var out: [SessionAction] = []
+        switch event {
+        case .start:
+            guard state == .stopped else { break }
+            publish(false, &out)
+            proceed(&out)
+
+        case .stop:
+            guard state != .stopped else { break }
+            tearDown(reason: "stopped", disconnect: true, &out)
+            newGeneration()
+            attempt = 0
+            state = .stopped
+
+        case .adapterAvailable(let powered):
+            bluezPresent = true
+            adapterPowered = powered
+            if !powered {
+                lose(reason: "adapter powered off", &out)
+            } else if state == .waitingForAdapter {
+                proceed(&out)
+            }
+
+        case .adapterGone:
+            adapterPowered = false
+            deviceKnown = false
+            linkUp = false
+            lose(reason: "adapter removed", &out)
+
+        case .bluezAvailable:
+            bluezPresent = true
+
+        case .bluezGone:
+            bluezPresent = false
+            adapterPowered = false
+            deviceKnown = false
+            linkUp = false
+            lose(reason: "bluetoothd gone", &out)
+
+        case .deviceFound:
+            deviceKnown = true
+            if state == .discovering {
+                out.append(.stopDiscovery)
+                startAttempt(&out)
+            }
+
+        case .deviceGone:
+            deviceKnown = false
+            switch state {
+            case .waitingForSlot:
+                out.append(.releaseConnectSlot(generation))
+                startDiscovering(&out)
+            case .connecting, .resolvingServices, .subscribing, .online:
+                fail(.deviceGone, now: now, &out)
+            default:
+                break
+            }
+
+        case .connectSlotGranted(let g):
+            if state == .waitingForSlot && g == generation {
+                state = .connecting
+                out.append(.connect(g, timeout: policy.connectTimeout))
+            } else if !(state == .connecting && g == generation) {
+                out.append(.releaseConnectSlot(g))    // a grant nobody waits for any more must not keep the slot
+            }
+
+        case .connectSucceeded(let g):
+            if state == .connecting && g == generation {
+                linkUp = true
+                state = .resolvingServices
+                out.append(.releaseConnectSlot(g))
+                out.append(.resolveServices(g, timeout: policy.resolveTimeout))
+            } else if g != generation, state == .stopped || state.isBackoff {
+                out.append(.disconnect)               // a connect we gave up on succeeded late: drop that link
+            }
+
+        case .connected:
+            linkUp = true
+
+        case .disconnected:
+            linkUp = false
+            if state == .resolvingServices || state == .subscribing || state == .online {
+                fail(.linkLost, now: now, &out)
+            }
+
+        case .servicesResolved(let g):
+            guard state == .resolvingServices && g == generation else { break }
+            state = .subscribing
+            out.append(.subscribeChannels(g))
+
+        case .subscribed(let g):
+            guard state == .subscribing && g == generation else { break }
+            state = .online
+            onlineSince = now
+            publish(true, &out)
+            out += [.emitEvent(.connected), .readChannelsOnce, .startPolling, .flushPendingCommands]
+
+        case .failure(let kind, let g):
+            guard state.acceptsFailures && g == generation else { break }
+            fail(kind, now: now, &out)
+
+        case .backoffElapsed(let g):
+            guard case .backoff(let next) = state, g == generation else { break }
+            perform(next, &out)
+        }
+        return out
+    }
+
+    // MARK: - Transitions
+
+    /// Moves on from a resting state: connect if the device object is known, else discover it; or wait for the adapter.
+    private mutating func proceed(_ out: inout [SessionAction]) {
+        guard bluezPresent && adapterPowered else {
+            newGeneration()
+            state = .waitingForAdapter
+            return
+        }
+        if deviceKnown { startAttempt(&out) } else { startDiscovering(&out) }
+    }
+
+    private mutating func startAttempt(_ out: inout [SessionAction]) {
+        newGeneration()
+        state = .waitingForSlot
+        out.append(.requestConnectSlot(generation))
+    }
+
+    private mutating func startDiscovering(_ out: inout [SessionAction]) {
+        newGeneration()
+        state = .discovering
+        out.append(.startDiscovery)
+    }
+
+    /// The adapter or bluetoothd went away: nothing to disconnect (the link is gone with it), nothing to back off from.
+    private mutating func lose(reason: String, _ out: inout [SessionAction]) {
+        guard state != .stopped && state != .waitingForAdapter else { return }
+        tearDown(reason: reason, disconnect: false, &out)
+        newGeneration()
+        attempt = 0
+        state = .waitingForAdapter
+    }
+
+    private mutating func fail(_ kind: FailureKind, now: ContinuousClock.Instant, _ out: inout [SessionAction]) {
+        let rule = policy.rule(for: kind)
+        let wasOnline = state == .online
+        if wasOnline, let since = onlineSince, now - since >= policy.stableAfter { attempt = 0 }
+        // A failed Connect leaves no link, but one that timed out is still pending in bluetoothd: cancel it.
+        let cut = state == .connecting ? kind == .connectTimeout : state.hasLink && !kind.meansLinkGone
+        tearDown(reason: kind.description, disconnect: cut, &out)
+        if !wasOnline { out.append(.emitEvent(.error(message: kind.description))) }
+
+        switch kind {
+        case .deviceGone: deviceKnown = false
+        case .linkLost, .notConnected: linkUp = false
+        case .adapterOff: adapterPowered = false
+        case .adapterMissing: adapterPowered = false; deviceKnown = false; linkUp = false
+        case .bluezGone: bluezPresent = false; adapterPowered = false; deviceKnown = false; linkUp = false
+        default: break
+        }
+
+        switch rule.then {
+        case .waitForAdapter, .waitForBlueZ:
+            // Only an event can end this wait, so the machine's knowledge must say what it waits for.
+            adapterPowered = false
+            if rule.then == .waitForBlueZ { bluezPresent = false }
+            attempt = 0
+            newGeneration()
+            state = .waitingForAdapter
+        case .retryConnect, .rediscover, .removeDeviceAndRediscover:
+            attempt += 1
+            if rule.then != .retryConnect { deviceKnown = false }
+            let delay = rule.delay(attempt: attempt, jitter: jitter()) ?? .zero
+            out.append(.emitEvent(.reconnectAttempt(attempt: attempt, delay: delay)))
+            newGeneration()
+            if delay <= .zero {
+                perform(rule.then, &out)
+            } else {
+                state = .backoff(rule.then)
+                out.append(.scheduleBackoff(delay, generation))
+            }
+        }
+    }
+
+    private mutating func perform(_ next: RetryRule.Next, _ out: inout [SessionAction]) {
+        switch next {
+        case .retryConnect, .rediscover:
+            proceed(&out)
+        case .removeDeviceAndRediscover:
+            out.append(.removeDevice)
+            deviceKnown = false
+            proceed(&out)
+        case .waitForAdapter, .waitForBlueZ:
+            newGeneration()
+            state = .waitingForAdapter
+        }
+    }
+
+    /// Undoes whatever the current state holds or runs, and publishes offline.
+    private mutating func tearDown(reason: String, disconnect: Bool, _ out: inout [SessionAction]) {
+        switch state {
+        case .stopped, .waitingForAdapter:
+            break
+        case .discovering:
+            out.append(.stopDiscovery)
+        case .waitingForSlot:
+            out.append(.releaseConnectSlot(generation))
+        case .connecting:
+            out.append(.releaseConnectSlot(generation))
+            if disconnect { out.append(.disconnect) }
+        case .resolvingServices, .subscribing:
+            if disconnect { out.append(.disconnect) }
+        case .online:
+            out.append(.stopPolling)
+            if disconnect { out.append(.disconnect) }
+            out.append(.emitEvent(.disconnected(reason: reason)))
+        case .backoff:
+            out.append(.cancelBackoff)
+        }
+        onlineSince = nil
+        publish(false, &out)
+    }
+
+    private mutating func publish(_ online: Bool, _ out: inout [SessionAction]) {
+        if let value = availability.update(online) { out.append(.publishAvailability(value)) }
+    }
+
+    private mutating func newGeneration() {
+        generation &+= 1
+    }
+}
+
+extension SessionState {
+    var isBackoff: Bool {
+        if case .backoff = self { true } else { false }
+    }
+}
+
+extension FailureKind {
+    /// Failures after which there is no link (or no bluetoothd) to disconnect.
+    var meansLinkGone: Bool {
+        switch self {
+        case .deviceGone, .linkLost, .adapterOff, .adapterMissing, .bluezGone, .serviceUnknown: true
+        default: false
+        }
+    }
+}

@@ -1,0 +1,64 @@
+/// The Heart Rate Measurement characteristic (0x2A37), parsed according to its flags byte.
+public struct HeartRateMeasurement: Sendable, Equatable {
+    public var bpm: Int
+    /// nil when the sensor does not support contact detection in this connection.
+    public var contact: Bool?
+    public var energyKJ: Int?
+    /// RR intervals in milliseconds (the wire unit is 1/1024 s).
+    public var rrMS: [Double]
+
+    /// - Throws: `CodecError` for an empty, truncated or over-long value.
+    public init(_ bytes: [UInt8]) throws(CodecError) {
+        guard let flags = bytes.first else { throw CodecError("heart rate measurement is empty") }
+        var reader = Reader(bytes: bytes, offset: 1)
+        if flags & 0x01 != 0 {
+            bpm = Int(try reader.uint16(field: "16-bit heart rate"))
+        } else {
+            bpm = Int(try reader.uint8(field: "heart rate"))
+        }
+        // Bit 2: contact detection supported; bit 1 is only meaningful when it is.
+        contact = flags & 0x04 != 0 ? flags & 0x02 != 0 : nil
+        energyKJ = flags & 0x08 != 0 ? Int(try reader.uint16(field: "energy expended")) : nil
+        rrMS = []
+        if flags & 0x10 != 0 {
+            guard reader.remaining % 2 == 0 else {
+                throw CodecError("heart rate measurement has a truncated RR interval (\(reader.remaining) bytes left)")
+            }
+            while reader.remaining > 0 {
+                rrMS.append(Double(try reader.uint16(field: "RR interval")) * 1000 / 1024)
+            }
+        }
+        guard reader.remaining == 0 else {
+            throw CodecError("heart rate measurement has \(reader.remaining) unexpected trailing byte(s)")
+        }
+    }
+
+    /// `{"bpm":…,"contact":…,"energy_kj":…,"rr_ms":[…]}` in exactly this key order (SPEC §2).
+    public var json: JSONValue {
+        .object([
+            ("bpm", .int(bpm)),
+            ("contact", contact.map(JSONValue.bool) ?? .null),
+            ("energy_kj", energyKJ.map(JSONValue.int) ?? .null),
+            ("rr_ms", .array(rrMS.map(JSONValue.double))),
+        ])
+    }
+
+    private struct Reader {
+        let bytes: [UInt8]
+        var offset: Int
+
+        var remaining: Int { bytes.count - offset }
+
+        mutating func uint8(field: String) throws(CodecError) -> UInt8 {
+            guard remaining >= 1 else { throw CodecError("heart rate measurement is truncated: missing \(field)") }
+            defer { offset += 1 }
+            return bytes[offset]
+        }
+
+        mutating func uint16(field: String) throws(CodecError) -> UInt16 {
+            guard remaining >= 2 else { throw CodecError("heart rate measurement is truncated: missing \(field)") }
+            defer { offset += 2 }
+            return UInt16(bytes[offset]) | UInt16(bytes[offset + 1]) << 8
+        }
+    }
+}

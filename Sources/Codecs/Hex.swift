@@ -1,0 +1,50 @@
+/// The `hex` codec: bytes as lower-case hex digits.
+enum Hex {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    /// Lower case, no separators: one canonical spelling, so retained payloads compare textually.
+    static func encode(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Accepts either case, groups separated by spaces or colons ("01 02", "aa:bb"), and an optional `0x` on
+    /// the whole payload or on each group. Every group must have an even number of digits: "1 2" could mean
+    /// 0x12 or 0x01 0x02, so it is rejected rather than guessed.
+    static func decode(_ payload: String) throws(CodecError) -> [UInt8] {
+        let text = PayloadText.trimmed(payload)
+        let groups = text.split(whereSeparator: { $0 == " " || $0 == ":" || $0 == "\t" })
+        var bytes: [UInt8] = []
+        for var group in groups {
+            if group.hasPrefix("0x") || group.hasPrefix("0X") { group = group.dropFirst(2) }
+            let chars = Array(group.utf8)
+            guard !chars.isEmpty else { throw CodecError("\(PayloadText.quoted(payload)) is not hex: empty 0x group") }
+            guard chars.count % 2 == 0 else {
+                throw CodecError("\(PayloadText.quoted(payload)) is not hex: odd number of digits in \"\(group)\"")
+            }
+            var index = 0
+            while index < chars.count {
+                guard let high = value(chars[index]), let low = value(chars[index + 1]) else {
+                    throw CodecError("\(PayloadText.quoted(payload)) is not hex: invalid digit in \"\(group)\"")
+                }
+                bytes.append(high << 4 | low)
+                index += 2
+            }
+        }
+        return bytes
+    }
+
+    private static func value(_ char: UInt8) -> UInt8? {
+        switch char {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): char - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): char - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): char - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

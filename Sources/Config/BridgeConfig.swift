@@ -1,0 +1,38 @@
+/// A validated configuration (SPEC §3) with every default resolved.
+///
+/// Equatable so a reload can tell which devices' configs did not change and leave them running.
+public struct BridgeConfig: Sendable, Equatable {
+    public var mqtt: MQTTSettings
+    public var bluetooth: BluetoothSettings
+    public var homeassistant: HomeAssistantSettings
+    public var devices: [DeviceConfig]
+
+    public init(mqtt: MQTTSettings = MQTTSettings(), bluetooth: BluetoothSettings = BluetoothSettings(),
+                homeassistant: HomeAssistantSettings = HomeAssistantSettings(), devices: [DeviceConfig] = []) {
+        self.mqtt = mqtt
+        self.bluetooth = bluetooth
+        self.homeassistant = homeassistant
+        self.devices = devices
+    }
+}
+
+/// The `bluetooth:` section.
+public struct BluetoothSettings: Sendable, Equatable {
+    /// nil: the first powered adapter, else hci0 (SPEC §1).
+    public var adapter: String?
+
+    public init(adapter: String? = nil) {
+        self.adapter = adapter
+    }
+}
+
+/// The `homeassistant:` section.
+public struct HomeAssistantSettings: Sendable, Equatable {
+    public var enabled: Bool
+    public var discoveryPrefix: String
+
+    public init(enabled: Bool = true, discoveryPrefix: String = "homeassistant") {
+        self.enabled = enabled
+        self.discoveryPrefix = discoveryPrefix
+    }
+}

@@ -1,0 +1,68 @@
+/// Checks a YAML tree against SPEC §3 and builds the typed config, collecting every problem instead of
+/// stopping at the first.
+struct ConfigValidator {
+    let file: String
+    private(set) var issues: [ConfigIssue] = []
+
+    init(file: String) {
+        self.file = file
+    }
+
+    mutating func report(_ node: YAMLNode, _ message: String) {
+        report(line: node.line, column: node.column, message)
+    }
+
+    mutating func report(line: Int, column: Int, _ message: String) {
+        issues.append(ConfigIssue(file: file, line: line, column: column, message: message))
+    }
+
+    /// The whole document. An empty file is an empty mapping: every section has defaults.
+    mutating func validate(_ root: YAMLNode?) -> BridgeConfig {
+        var config = BridgeConfig()
+        guard let root, !root.isNull else { return config }
+        guard let fields = fields(of: root, allowed: ["mqtt", "bluetooth", "homeassistant", "devices"],
+                                  context: "the top level") else { return config }
+        if let node = fields["mqtt"] { config.mqtt = mqtt(node) }
+        if let node = fields["bluetooth"] { config.bluetooth = bluetooth(node) }
+        if let node = fields["homeassistant"] { config.homeassistant = homeassistant(node) }
+        if let node = fields["devices"] { config.devices = devices(node) }
+        return config
+    }
+
+    private mutating func bluetooth(_ node: YAMLNode) -> BluetoothSettings {
+        var settings = BluetoothSettings()
+        guard let fields = fields(of: node, allowed: ["adapter"], context: "bluetooth") else { return settings }
+        if let value = fields["adapter"] {
+            settings.adapter = nonEmptyString(value, key: "adapter", context: "bluetooth")
+        }
+        return settings
+    }
+
+    private mutating func homeassistant(_ node: YAMLNode) -> HomeAssistantSettings {
+        var settings = HomeAssistantSettings()
+        guard let fields = fields(of: node, allowed: ["enabled", "discovery_prefix"], context: "homeassistant") else {
+            return settings
+        }
+        if let value = fields["enabled"], let enabled = bool(value, key: "enabled", context: "homeassistant") {
+            settings.enabled = enabled
+        }
+        if let value = fields["discovery_prefix"],
+           let prefix = topicPrefix(value, key: "discovery_prefix", context: "homeassistant") {
+            settings.discoveryPrefix = prefix
+        }
+        return settings
+    }
+
+    /// A multi-level topic prefix (`base_topic`, `discovery_prefix`): non-empty levels, no wildcards, not `$…`.
+    mutating func topicPrefix(_ node: YAMLNode, key: String, context: String) -> String? {
+        guard let text = nonEmptyString(node, key: key, context: context) else { return nil }
+        let levels = text.split(separator: "/", omittingEmptySubsequences: false)
+        let bad = text.unicodeScalars.contains { $0 == "+" || $0 == "#" || $0.properties.generalCategory == .control }
+        guard !bad, !text.hasPrefix("$"), levels.allSatisfy({ !$0.isEmpty }) else {
+            report(node, "\(key) in \(context) must be an MQTT topic without wildcards (+ #), control characters, "
+                + "a leading $ or empty levels, got \"\(text)\"")
+            return nil
+        }
+        return text
+    }
+}

@@ -1,0 +1,280 @@
+import CDBus
+import Glibc
+import Synchronization
+
+/// Something the loop dispatches after libdbus reported queued incoming messages.
+protocol LoopDispatchable: AnyObject {
+    func dispatch()
+}
+
+/// The loop thread's state and its poll() loop. Everything except the work queue, the stop flag and the
+/// thread identity is touched only on the loop thread, which is what makes the `@unchecked Sendable` sound.
+final class LoopKernel: @unchecked Sendable {
+    private struct Queue {
+        var items: [@Sendable () -> Void] = []
+        var wakePending = false
+    }
+
+    private enum PollOwner {
+        case wake
+        case dbus(OpaquePointer)
+        case user(EventLoop.WatchID)
+    }
+
+    private struct UserWatch {
+        var fd: Int32
+        var handler: @Sendable () -> Void
+    }
+
+    private let queue = Mutex(Queue())
+    private let stopRequested = Atomic<Bool>(false)
+    private let threadID = Atomic<UInt>(0)
+    private let watchCounter = Atomic<UInt64>(0)
+    private let wakeFD: Int32
+    /// Watches removed from other threads whose removal has not yet run on the loop: never started again.
+    private let removedWatches = Mutex(Set<EventLoop.WatchID>())
+
+    // Loop-thread only.
+    private var dbusWatches = Set<OpaquePointer>()
+    private var dbusTimeouts = Set<OpaquePointer>()
+    private var deadlines = [OpaquePointer: Int64]()       // enabled timeouts → monotonic ms
+    private var userWatches = [EventLoop.WatchID: UserWatch]()
+    private var toDispatch = [LoopDispatchable]()
+
+    init() {
+        wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        precondition(wakeFD >= 0, "eventfd failed: errno \(errno)")
+    }
+
+    deinit {
+        close(wakeFD)
+    }
+
+    func start() {
+        var tid = pthread_t()
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let rc = pthread_create(&tid, nil, { context in
+            let kernel = Unmanaged<LoopKernel>.fromOpaque(context!).takeRetainedValue()
+            kernel.run()
+            return nil
+        }, context)
+        precondition(rc == 0, "pthread_create failed: \(rc)")
+        threadID.store(UInt(tid), ordering: .releasing)
+        pthread_detach(tid)
+    }
+
+    func stop() {
+        stopRequested.store(true, ordering: .releasing)
+        wake()
+    }
+
+    var isLoopThread: Bool {
+        pthread_equal(pthread_self(), pthread_t(threadID.load(ordering: .acquiring))) != 0
+    }
+
+    func enqueue(_ work: @escaping @Sendable () -> Void) {
+        let mustWake = queue.withLock { q in
+            q.items.append(work)
+            if q.wakePending { return false }
+            q.wakePending = true
+            return true
+        }
+        // On the loop thread the queue is checked again right before poll(), so no syscall is needed.
+        if mustWake && !isLoopThread { wake() }
+    }
+
+    private func wake() {
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    func makeWatchID() -> EventLoop.WatchID {
+        EventLoop.WatchID(raw: watchCounter.add(1, ordering: .relaxed).newValue)
+    }
+
+    func addUserWatch(_ id: EventLoop.WatchID, fd: Int32, _ handler: @escaping @Sendable () -> Void) {
+        userWatches[id] = UserWatch(fd: fd, handler: handler)
+    }
+
+    func removeUserWatch(_ id: EventLoop.WatchID) {
+        userWatches[id] = nil
+    }
+
+    /// From another thread: the handler is not started again from now on; the loop forgets it on its next turn.
+    func removeUserWatchSoon(_ id: EventLoop.WatchID) {
+        removedWatches.withLock { _ = $0.insert(id) }
+        enqueue { [self] in
+            userWatches[id] = nil
+            removedWatches.withLock { _ = $0.remove(id) }
+        }
+    }
+
+    func scheduleDispatch(_ target: LoopDispatchable) {
+        toDispatch.append(target)
+    }
+
+    // MARK: libdbus watch and timeout callbacks (all on the loop thread)
+
+    /// Hands `connection`'s watches and timeouts to this loop.
+    func install(on connection: OpaquePointer) -> Bool {
+        let data = Unmanaged.passUnretained(self).toOpaque()
+        let watches = dbus_connection_set_watch_functions(connection, { watch, data in
+            LoopKernel.from(data).dbusWatches.insert(watch!)
+            return 1
+        }, { watch, data in
+            LoopKernel.from(data).dbusWatches.remove(watch!)
+        }, { _, _ in
+            // Enabled state is read from libdbus when the poll set is built.
+        }, data, nil)
+        let timeouts = dbus_connection_set_timeout_functions(connection, { timeout, data in
+            LoopKernel.from(data).addTimeout(timeout!)
+            return 1
+        }, { timeout, data in
+            LoopKernel.from(data).removeTimeout(timeout!)
+        }, { timeout, data in
+            LoopKernel.from(data).toggleTimeout(timeout!)
+        }, data, nil)
+        dbus_connection_set_wakeup_main_function(connection, { data in
+            let kernel = LoopKernel.from(data)
+            if !kernel.isLoopThread { kernel.wake() }
+        }, data, nil)
+        return watches != 0 && timeouts != 0
+    }
+
+    private static func from(_ data: UnsafeMutableRawPointer?) -> LoopKernel {
+        Unmanaged<LoopKernel>.fromOpaque(data!).takeUnretainedValue()
+    }
+
+    private func addTimeout(_ timeout: OpaquePointer) {
+        dbusTimeouts.insert(timeout)
+        toggleTimeout(timeout)
+    }
+
+    private func removeTimeout(_ timeout: OpaquePointer) {
+        dbusTimeouts.remove(timeout)
+        deadlines[timeout] = nil
+    }
+
+    private func toggleTimeout(_ timeout: OpaquePointer) {
+        if dbus_timeout_get_enabled(timeout) != 0 {
+            deadlines[timeout] = Self.nowMs() + Int64(dbus_timeout_get_interval(timeout))
+        } else {
+            deadlines[timeout] = nil
+        }
+    }
+
+    private static func nowMs() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+
+    // MARK: The loop
+
+    private func run() {
+        threadID.store(UInt(pthread_self()), ordering: .releasing)
+        var fds = [pollfd]()
+        var owners = [PollOwner]()
+        while !stopRequested.load(ordering: .acquiring) {
+            runQueued()
+            runDispatch()
+            if stopRequested.load(ordering: .acquiring) { break }
+
+            fds.removeAll(keepingCapacity: true)
+            owners.removeAll(keepingCapacity: true)
+            fds.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
+            owners.append(.wake)
+            for watch in dbusWatches where dbus_watch_get_enabled(watch) != 0 {
+                let flags = dbus_watch_get_flags(watch)
+                var events: Int16 = 0
+                if flags & DBUS_WATCH_READABLE.rawValue != 0 { events |= Int16(POLLIN) }
+                if flags & DBUS_WATCH_WRITABLE.rawValue != 0 { events |= Int16(POLLOUT) }
+                fds.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: events, revents: 0))
+                owners.append(.dbus(watch))
+            }
+            for (id, watch) in userWatches {
+                fds.append(pollfd(fd: watch.fd, events: Int16(POLLIN), revents: 0))
+                owners.append(.user(id))
+            }
+            let pendingWork = queue.withLock { !$0.items.isEmpty } || !toDispatch.isEmpty
+            let timeout = pendingWork ? 0 : pollTimeout()
+
+            let ready = poll(&fds, nfds_t(fds.count), timeout)
+            if ready < 0 {
+                precondition(errno == EINTR, "poll failed: errno \(errno)")
+                continue
+            }
+            if ready > 0 {
+                for index in fds.indices where fds[index].revents != 0 {
+                    handle(owners[index], revents: fds[index].revents)
+                }
+            }
+            fireTimeouts()
+        }
+    }
+
+    private func runQueued() {
+        var counter: UInt64 = 0
+        _ = read(wakeFD, &counter, 8)
+        let items = queue.withLock { q in
+            q.wakePending = false
+            return q.items.isEmpty ? [] : q.items.swapAndClear()
+        }
+        for item in items { item() }
+    }
+
+    private func runDispatch() {
+        while !toDispatch.isEmpty {
+            let targets = toDispatch
+            toDispatch.removeAll()
+            for target in targets { target.dispatch() }
+        }
+    }
+
+    private func pollTimeout() -> Int32 {
+        guard let next = deadlines.values.min() else { return -1 }
+        return Int32(clamping: max(0, next - Self.nowMs()))
+    }
+
+    private func handle(_ owner: PollOwner, revents: Int16) {
+        switch owner {
+        case .wake:
+            break   // drained by runQueued()
+        case .dbus(let watch):
+            // libdbus may have removed or disabled it while handling an earlier fd of this round.
+            guard dbusWatches.contains(watch), dbus_watch_get_enabled(watch) != 0 else { return }
+            var flags: UInt32 = 0
+            if revents & Int16(POLLIN) != 0 { flags |= DBUS_WATCH_READABLE.rawValue }
+            if revents & Int16(POLLOUT) != 0 { flags |= DBUS_WATCH_WRITABLE.rawValue }
+            if revents & Int16(POLLERR) != 0 { flags |= DBUS_WATCH_ERROR.rawValue }
+            if revents & Int16(POLLHUP) != 0 { flags |= DBUS_WATCH_HANGUP.rawValue }
+            _ = dbus_watch_handle(watch, flags)
+        case .user(let id):
+            guard let watch = userWatches[id], !removedWatches.withLock({ $0.contains(id) }) else { return }
+            if revents & Int16(POLLNVAL) != 0 {
+                // A closed fd would spin the loop forever; the owner forgot removeWatch.
+                userWatches[id] = nil
+            }
+            watch.handler()
+        }
+    }
+
+    private func fireTimeouts() {
+        guard !deadlines.isEmpty else { return }
+        let now = Self.nowMs()
+        let due = deadlines.filter { $0.value <= now }.map(\.key)
+        for timeout in due where deadlines[timeout] != nil {
+            // Re-arm first: libdbus may remove the timeout while handling it.
+            deadlines[timeout] = now + Int64(dbus_timeout_get_interval(timeout))
+            _ = dbus_timeout_handle(timeout)
+        }
+    }
+}
+
+private extension Array {
+    mutating func swapAndClear() -> [Element] {
+        var taken = [Element]()
+        swap(&taken, &self)
+        return taken
+    }
+}

@@ -1,0 +1,38 @@
+import Synchronization
+
+/// Evidence, readable from any thread, that the network thread is making progress. The thread beats at the top of
+/// every iteration, and an iteration never waits longer than a second (select timeout or reconnect back-off slice),
+/// whether or not the broker is reachable. The one call that may legitimately block longer is the connect call
+/// (DNS resolution), so it is tracked separately with a generous allowance.
+final class LoopLiveness: Sendable {
+    static let stallLimit: Duration = .seconds(5)
+    static let connectCallAllowance: Duration = .seconds(60)
+
+    private let running = Atomic<Bool>(false)
+    private let lastBeat = Atomic<Int64>(0)
+    private let connectCallStart = Atomic<Int64>(0)
+
+    func started() {
+        beat()
+        running.store(true, ordering: .releasing)
+    }
+
+    func stopped() { running.store(false, ordering: .releasing) }
+
+    func beat() { lastBeat.store(MonotonicClock.nanoseconds, ordering: .relaxed) }
+
+    func enterConnectCall() { connectCallStart.store(MonotonicClock.nanoseconds, ordering: .relaxed) }
+
+    func leaveConnectCall() {
+        connectCallStart.store(0, ordering: .relaxed)
+        beat()
+    }
+
+    var isAlive: Bool {
+        guard running.load(ordering: .acquiring) else { return false }
+        let now = MonotonicClock.nanoseconds
+        let connectStart = connectCallStart.load(ordering: .relaxed)
+        if connectStart != 0, now - connectStart < Self.connectCallAllowance.nanoseconds { return true }
+        return now - lastBeat.load(ordering: .relaxed) < Self.stallLimit.nanoseconds
+    }
+}

@@ -1,0 +1,74 @@
+import CMosquitto
+import Glibc
+import Logging
+
+/// libmosquitto callbacks. They run on the network thread inside `mosquitto_loop`, with libmosquitto's callback
+/// mutex held, so they only copy data out and record events: no lock of ours that is held around a libmosquitto call
+/// is taken here (that would invite lock-order deadlocks with publishers).
+extension MQTTClient {
+    static func client(_ userdata: UnsafeMutableRawPointer?) -> MQTTClient? {
+        userdata.map { Unmanaged<MQTTClient>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    func installCallbacks() {
+        let mosq = handle.pointer
+        mosquitto_connect_v5_callback_set(mosq) { _, userdata, rc, _, _ in
+            MQTTClient.client(userdata)?.connectCallback(rc)
+        }
+        mosquitto_disconnect_v5_callback_set(mosq) { _, userdata, rc, _ in
+            let error = errno
+            MQTTClient.client(userdata)?.disconnectCallback(rc, errno: error)
+        }
+        mosquitto_message_v5_callback_set(mosq) { _, userdata, message, _ in
+            guard let message = message?.pointee else { return }
+            MQTTClient.client(userdata)?.messageCallback(message)
+        }
+        mosquitto_publish_v5_callback_set(mosq) { _, userdata, mid, _, _ in
+            MQTTClient.client(userdata)?.publishCallback(mid)
+        }
+        mosquitto_subscribe_v5_callback_set(mosq) { _, userdata, mid, count, granted, _ in
+            guard let granted else { return }
+            let codes = (0..<Int(count)).map { granted[$0] }
+            MQTTClient.client(userdata)?.subscribeCallback(codes)
+        }
+        mosquitto_log_callback_set(mosq) { _, userdata, level, text in
+            guard let client = MQTTClient.client(userdata), client.logger.logLevel <= .trace, let text else { return }
+            client.logger.trace("libmosquitto: \(String(cString: text))", metadata: ["mosq_level": "\(level)"])
+        }
+    }
+
+    private func connectCallback(_ rc: Int32) {
+        if rc == 0 {
+            linkEvents.withLock { $0.append(.sessionStarted) }
+        } else {
+            let text = configuration.protocolVersion == .v5
+                ? String(cString: mosquitto_reason_string(rc)) : String(cString: mosquitto_connack_string(rc))
+            linkEvents.withLock { $0.append(.refused(code: rc, description: text)) }
+        }
+    }
+
+    private func disconnectCallback(_ rc: Int32, errno error: Int32) {
+        let text = rc == Int32(MOSQ_ERR_ERRNO.rawValue) ? String(cString: strerror(error))
+            : rc == 0 ? "disconnected by client" : mosquittoDescription(rc)
+        linkEvents.withLock { $0.append(.lost(code: rc, description: text)) }
+    }
+
+    private func messageCallback(_ message: mosquitto_message) {
+        let topic = message.topic.map { String(cString: $0) } ?? ""
+        let payload: [UInt8] = message.payload.map {
+            Array(UnsafeRawBufferPointer(start: $0, count: Int(message.payloadlen)))
+        } ?? []
+        messageSink.yield(MQTTMessage(topic: topic, payload: payload, qos: MQTTQoS(rawValue: message.qos) ?? .atMostOnce,
+                                      retain: message.retain))
+    }
+
+    private func publishCallback(_ mid: Int32) {
+        if deliveries.withLock({ $0.acknowledged(mid: mid) }) { finalMessagesDelivered.open() }
+    }
+
+    private func subscribeCallback(_ grantedQoS: [Int32]) {
+        for code in grantedQoS where code >= 0x80 {
+            logger.error("MQTT subscription refused by the broker", metadata: ["reason": "\(mosquittoDescription(code))"])
+        }
+    }
+}

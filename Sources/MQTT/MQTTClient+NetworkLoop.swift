@@ -1,0 +1,148 @@
+import CMosquitto
+import Glibc
+import Logging
+
+/// The network thread: connect, run `mosquitto_loop`, act on callback events, back off and reconnect, forever
+/// until shutdown. Each iteration waits at most one second, which is what `loopIsAlive()` relies on.
+extension MQTTClient {
+    func startNetworkThread() {
+        let box = Unmanaged.passRetained(ThreadBody { [self] in runNetworkLoop() })
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, nil, { argument in
+            let body = Unmanaged<ThreadBody>.fromOpaque(argument!).takeRetainedValue()
+            body.run()
+            return nil
+        }, box.toOpaque())
+        if rc == 0 {
+            pthread_detach(thread)
+        } else {
+            box.release()
+            liveness.stopped()
+            logger.critical("cannot start the MQTT network thread", metadata: ["error": "\(String(cString: strerror(rc)))"])
+        }
+    }
+
+    private func runNetworkLoop() {
+        var socketOpen = false
+        var failures = 0
+        var nextAttempt = MonotonicClock.nanoseconds
+        var stopDeadline: Int64?
+        let keepalive = Int(min(max(configuration.keepalive.components.seconds, 5), 65_535))
+
+        while true {
+            liveness.beat()
+            let now = MonotonicClock.nanoseconds
+            if stopRequested.load(ordering: .acquiring) {
+                // Let the DISCONNECT that shutdown queued reach the socket, briefly.
+                let deadline = stopDeadline ?? now + 1_000_000_000
+                stopDeadline = deadline
+                guard socketOpen, handle.socket >= 0, now < deadline else { break }
+                if handle.loop(timeoutMilliseconds: 100) != MOSQ_SUCCESS { socketOpen = false }
+                _ = processLinkEvents()
+                continue
+            }
+            if !socketOpen {
+                if now < nextAttempt {
+                    wake.wait(milliseconds: Int32(min((nextAttempt - now) / 1_000_000 + 1, 1000)))
+                    continue
+                }
+                liveness.enterConnectCall()
+                let rc = handle.connectAsync(host: configuration.host, port: configuration.port, keepalive: keepalive)
+                let error = errno
+                liveness.leaveConnectCall()
+                if rc == MOSQ_SUCCESS {
+                    socketOpen = true
+                } else {
+                    failures += 1
+                    nextAttempt = MonotonicClock.nanoseconds + backoff(failures: failures)
+                    let text = rc == Int32(MOSQ_ERR_ERRNO.rawValue) ? String(cString: strerror(error)) : mosquittoDescription(rc)
+                    noteDisconnected(code: rc, description: text)
+                }
+                continue
+            }
+            let rc = handle.loop(timeoutMilliseconds: 1000)
+            if processLinkEvents() { failures = 0 }
+            if rc != MOSQ_SUCCESS || handle.socket < 0 {
+                // Not every failure goes through on_disconnect (a failed TLS handshake does not).
+                socketOpen = false
+                session.withLock { $0.ready = false }
+                failures += 1
+                nextAttempt = MonotonicClock.nanoseconds + backoff(failures: failures)
+                if states.current == .connected || states.current == .connecting {
+                    noteDisconnected(code: rc, description: mosquittoDescription(rc))
+                }
+            }
+        }
+        _ = processLinkEvents()
+        liveness.stopped()
+        threadEnded.open()
+    }
+
+    /// reconnectDelay × 2^(failures − 1), capped at reconnectDelayMax.
+    func backoff(failures: Int) -> Int64 {
+        let base = max(configuration.reconnectDelay.nanoseconds, 1_000_000)
+        let cap = max(configuration.reconnectDelayMax.nanoseconds, base)
+        let shift = min(failures - 1, 30)
+        let (scaled, overflow) = base.multipliedReportingOverflow(by: Int64(1) << shift)
+        return overflow ? cap : min(scaled, cap)
+    }
+
+    /// Acts on what the callbacks saw during the last `mosquitto_loop`; true when a session started.
+    ///
+    /// The offline buffer is flushed here rather than in the connect callback: libmosquitto calls on_connect before
+    /// it resends its own unacknowledged messages, so publishing from the callback would overtake them.
+    private func processLinkEvents() -> Bool {
+        let events = linkEvents.withLock { events in
+            defer { events = [] }
+            return events
+        }
+        var started = false
+        var refusal: (code: Int32, description: String)?
+        for event in events {
+            switch event {
+            case .sessionStarted:
+                started = true
+                restoreSession()
+            case .refused(let code, let description):
+                refusal = (code, description)
+            case .lost(let code, let description):
+                session.withLock { $0.ready = false }
+                if let refusal {
+                    noteDisconnected(code: refusal.code, description: "connection refused: \(refusal.description)")
+                } else {
+                    noteDisconnected(code: code, description: description)
+                }
+                refusal = nil
+            }
+        }
+        return started
+    }
+
+    private func restoreSession() {
+        let (subscriptions, flushed) = session.withLock { state -> (Int, Int) in
+            guard state.phase == .running else { return (0, 0) }
+            for (filter, qos) in state.subscriptions { _ = handle.subscribe(filter, qos: qos) }
+            let backlog = state.buffer.takeAll()
+            for outgoing in backlog { _ = handOver(outgoing, state: &state) }
+            state.ready = true
+            return (state.subscriptions.count, backlog.count)
+        }
+        logger.info("MQTT connected", metadata: ["subscriptions": "\(subscriptions)", "flushed": "\(flushed)"])
+        states.update(.connected)
+    }
+
+    private func noteDisconnected(code: Int32, description: String) {
+        guard states.update(.disconnected(reasonCode: code, description: description)) else { return }
+        if stopRequested.load(ordering: .relaxed) {
+            logger.info("MQTT disconnected for shutdown")
+        } else {
+            logger.warning("MQTT disconnected", metadata: ["reason": "\(description)", "code": "\(code)"])
+        }
+    }
+}
+
+/// Carries the thread's closure through `pthread_create`'s `void *`.
+private final class ThreadBody {
+    let run: () -> Void
+    init(_ run: @escaping () -> Void) { self.run = run }
+}

@@ -1,0 +1,15 @@
+/// What `publish`, `subscribe` and the network thread decide on together, under one lock, so that a message is
+/// either handed to libmosquitto or buffered, and buffered messages always go out before newer ones.
+struct SessionState: Sendable {
+    enum Phase: Sendable { case created, running, stopped }
+
+    var phase: Phase = .created
+    /// Connected, subscriptions restored and the buffer flushed: publishes go straight to libmosquitto.
+    var ready = false
+    var buffer: OfflineBuffer
+    /// Filters to restore on every connect (the session is clean each time).
+    var subscriptions: [String: MQTTQoS] = [:]
+    var droppedQoS0 = 0
+
+    init(bufferLimit: Int) { buffer = OfflineBuffer(limit: bufferLimit) }
+}

@@ -1,0 +1,51 @@
+import ArgumentParser
+import Bridge
+import Config
+import Logging
+import ServiceLifecycle
+import Systemd
+import UnixSignals
+
+/// `gattbridge run`: the daemon (SPEC §3–§5).
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run the bridge daemon: keep the configured devices connected and bridge them to MQTT."
+    )
+
+    @Option(name: [.short, .long], help: "The config file.")
+    var config: String = ConfigCheckCommand.defaultPath
+
+    @Option(help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: Logger.Level = .info
+
+    func run() async throws {
+        // Before anything else: a SIGHUP that arrives before this is trapped would kill the process (exit 129).
+        let reloads = await UnixSignalsSequence(trapping: .sighup)
+        SystemdLogHandler.bootstrap(logLevel: logLevel)
+        let logger = Logger(label: "gattbridge")
+
+        let bridgeConfig: BridgeConfig
+        do throws(ConfigErrors) {
+            bridgeConfig = try ConfigLoader.load(path: config)
+        } catch {
+            for issue in error.issues { logger.critical("\(issue)") }
+            Terminal.err(error.issues.map { "\($0)\n" }.joined())
+            throw ExitCode(ExitStatus.configError)
+        }
+
+        let service = BridgeService(configPath: config, config: bridgeConfig, logger: logger,
+                                    reloadSignals: reloads, version: GattBridgeVersion.string)
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup,
+                             failureTerminationBehavior: .gracefullyShutdownGroup)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
+        do {
+            try await group.run()
+        } catch let error as BridgeService.StartupError {
+            logger.critical("\(error)")
+            throw CLIFailure(ExitStatus.unavailable, error.description)
+        }
+    }
+}

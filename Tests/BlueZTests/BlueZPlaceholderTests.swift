@@ -1,4 +1,0 @@
-import Testing
-@testable import BlueZ
-
-@Test func bluezModuleLoads() {}

@@ -1,0 +1,80 @@
+import Testing
+@testable import BlueZ
+
+/// Records what ran, in order, and the highest number of operations overlapping per key.
+private actor Recorder {
+    var order: [String] = []
+    var running: [String: Int] = [:]
+    var maxRunning: [String: Int] = [:]
+
+    func begin(_ key: String, _ name: String) {
+        order.append(name)
+        running[key, default: 0] += 1
+        maxRunning[key] = max(maxRunning[key] ?? 0, running[key]!)
+    }
+
+    func end(_ key: String) {
+        running[key, default: 0] -= 1
+    }
+}
+
+/// Waits for a condition on an actor without sleeping, failing after a deadline.
+private func eventually(_ what: String, within seconds: Int = 5, _ condition: () async -> Bool) async {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        if await condition() { return }
+        await Task.yield()
+    }
+    Issue.record("timed out waiting for \(what)")
+}
+
+struct DeviceOperationQueueTests {
+    @Test func waitersRunInArrivalOrderOneAtATime() async {
+        let queue = DeviceOperationQueue()
+        let recorder = Recorder()
+        let key = "/org/bluez/hci0/dev_A"
+        await queue.acquire(key)   // the "running" operation holds the slot while the others line up
+
+        var tasks: [Task<Void, Never>] = []
+        for index in 0..<5 {
+            tasks.append(Task {
+                await queue.acquire(key)
+                await recorder.begin(key, "op\(index)")
+                await Task.yield()
+                await recorder.end(key)
+                await queue.release(key)
+            })
+            // Enqueue strictly one after another so the expected order is well defined.
+            await eventually("op\(index) to wait") { await queue.waiting(key) == index + 1 }
+        }
+        #expect(await recorder.order.isEmpty)
+        await queue.release(key)
+        for task in tasks { await task.value }
+
+        #expect(await recorder.order == ["op0", "op1", "op2", "op3", "op4"])
+        #expect(await recorder.maxRunning[key] == 1)
+        #expect(await !queue.isBusy(key))
+    }
+
+    @Test func differentDevicesDoNotWaitForEachOther() async {
+        let queue = DeviceOperationQueue()
+        await queue.acquire("/dev_A")
+        // A second device gets its slot at once although dev_A is held.
+        await queue.acquire("/dev_B")
+        #expect(await queue.isBusy("/dev_A"))
+        #expect(await queue.isBusy("/dev_B"))
+        await queue.release("/dev_B")
+        await queue.release("/dev_A")
+        #expect(await !queue.isBusy("/dev_A"))
+        #expect(await !queue.isBusy("/dev_B"))
+    }
+
+    @Test func releaseOfAFreeKeyIsHarmless() async {
+        let queue = DeviceOperationQueue()
+        await queue.release("/dev_X")
+        await queue.acquire("/dev_X")
+        #expect(await queue.isBusy("/dev_X"))
+        await queue.release("/dev_X")
+        #expect(await !queue.isBusy("/dev_X"))
+    }
+}

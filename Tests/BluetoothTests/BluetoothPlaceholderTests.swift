@@ -1,4 +1,0 @@
-import Testing
-@testable import Bluetooth
-
-@Test func bluetoothModuleLoads() {}

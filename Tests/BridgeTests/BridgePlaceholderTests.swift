@@ -1,4 +1,0 @@
-import Testing
-@testable import Bridge
-
-@Test func bridgeModuleLoads() {}

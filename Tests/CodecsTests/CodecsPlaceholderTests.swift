@@ -1,4 +1,0 @@
-import Testing
-@testable import Codecs
-
-@Test func codecsModuleLoads() {}

@@ -1,4 +1,0 @@
-import Testing
-@testable import Config
-
-@Test func configModuleLoads() {}

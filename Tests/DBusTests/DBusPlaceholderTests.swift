@@ -1,4 +1,0 @@
-import Testing
-@testable import DBus
-
-@Test func dbusModuleLoads() {}

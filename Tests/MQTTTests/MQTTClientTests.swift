@@ -1,0 +1,231 @@
+import Glibc
+import Logging
+import Testing
+@testable import MQTT
+
+private let quietLogger: Logger = {
+    var logger = Logger(label: "mqtt-test")
+    logger.logLevel = .critical
+    return logger
+}()
+
+/// Against a real mosquitto per test (started by the test on a free port).
+@Suite struct MQTTClientTests {
+    private func configuration(_ broker: TestBroker, _ id: String, _ version: MQTTProtocolVersion = .v5,
+                               will: MQTTMessage? = nil, bufferLimit: Int = 10_000) -> MQTTConfiguration {
+        MQTTConfiguration(host: "127.0.0.1", port: Int(broker.port), clientID: id, protocolVersion: version,
+                          keepalive: .seconds(5), will: will, offlineBufferLimit: bufferLimit,
+                          reconnectDelay: .milliseconds(50), reconnectDelayMax: .milliseconds(300))
+    }
+
+    private func started(_ configuration: MQTTConfiguration) async throws -> MQTTClient {
+        let client = try MQTTClient(configuration: configuration, logger: quietLogger)
+        client.start()
+        #expect(await eventually { client.isConnected }, "\(configuration.clientID) did not connect")
+        return client
+    }
+
+    /// Subscribes and proves the subscription is live by receiving a probe published by the same client.
+    private func subscribeAndProbe(_ client: MQTTClient, _ log: MessageLog, filter: String, probeTopic: String) async {
+        client.subscribe(filter, qos: .exactlyOnce)
+        client.publish(topic: probeTopic, string: "probe", qos: .atLeastOnce)
+        #expect(await eventually { log.payloads(on: probeTopic).contains("probe") })
+    }
+
+    @Test(arguments: MQTTProtocolVersion.allCases)
+    func publishSubscribeRoundTrip(version: MQTTProtocolVersion) async throws {
+        let broker = try TestBroker()
+        let client = try await started(configuration(broker, "rt", version))
+        let log = MessageLog(client)
+        client.subscribe("rt/#", qos: .exactlyOnce)
+        #expect(client.publish(topic: "rt/x", string: "a", qos: .atMostOnce) == .handedOver)
+        client.publish(topic: "rt/x", string: "b", qos: .atLeastOnce)
+        client.publish(topic: "rt/x", payload: [0, 0xFF], qos: .exactlyOnce)
+        #expect(await eventually { log.messages.count == 3 })
+        #expect(log.messages.map(\.qos) == [.atMostOnce, .atLeastOnce, .exactlyOnce])
+        #expect(log.messages.map(\.payload) == [[97], [98], [0, 0xFF]])
+        #expect(log.messages.allSatisfy { $0.topic == "rt/x" && !$0.retain })
+
+        client.publish(topic: "rt/retained", string: "kept", qos: .atLeastOnce, retain: true)
+        let late = try await started(configuration(broker, "rt-late", version))
+        let lateLog = MessageLog(late)
+        late.subscribe("rt/retained", qos: .atLeastOnce)
+        #expect(await eventually { lateLog.messages.count == 1 })
+        #expect(lateLog.messages.first == MQTTMessage(topic: "rt/retained", string: "kept", qos: .atLeastOnce, retain: true))
+        #expect(client.publish(topic: "rt/+", string: "bad") == .dropped("invalid topic rt/+"))
+        await late.shutdown()
+        await client.shutdown()
+        #expect(client.publish(topic: "rt/x", string: "after") == .dropped("client shut down"))
+    }
+
+    @Test(arguments: MQTTProtocolVersion.allCases)
+    func willIsPublishedWhenTheLinkDiesAndNotOnCleanShutdown(version: MQTTProtocolVersion) async throws {
+        let broker = try TestBroker()
+        let observer = try await started(configuration(broker, "observer", version))
+        let log = MessageLog(observer)
+        await subscribeAndProbe(observer, log, filter: "will/#", probeTopic: "will/probe")
+        let will = MQTTMessage(topic: "will/state", string: "offline", qos: .atLeastOnce, retain: true)
+        let client = try await started(configuration(broker, "dying", version, will: will))
+        client.publish(topic: "will/state", string: "online", retain: true)
+        #expect(await eventually { log.payloads(on: "will/state") == ["online"] })
+
+        // Cut the TCP connection under libmosquitto: the broker sees the link die without a DISCONNECT.
+        Glibc.shutdown(client.handle.socket, Int32(SHUT_RDWR))
+        #expect(await eventually { log.payloads(on: "will/state") == ["online", "offline"] })
+        #expect(await eventually { client.isConnected }, "the client reconnects by itself")
+
+        await client.shutdown()
+        observer.publish(topic: "will/probe", string: "second")
+        #expect(await eventually { log.payloads(on: "will/probe").contains("second") })
+        #expect(log.payloads(on: "will/state") == ["online", "offline"])
+        await observer.shutdown()
+    }
+
+    @Test(arguments: MQTTProtocolVersion.allCases)
+    func resubscribesAndFlushesInOrderAfterBrokerRestart(version: MQTTProtocolVersion) async throws {
+        let broker = try TestBroker()
+        let client = try await started(configuration(broker, "buffering", version))
+        let log = MessageLog(client)
+        await subscribeAndProbe(client, log, filter: "buf/#", probeTopic: "buf/probe")
+
+        broker.stop()
+        #expect(await eventually { !client.isConnected })
+        for n in 0..<20 { #expect(client.publish(topic: "buf/seq", string: "\(n)") == .buffered) }
+        #expect(client.publish(topic: "buf/seq", string: "qos0", qos: .atMostOnce) == .dropped("not connected (QoS 0)"))
+        #expect(client.offlineBufferCount == 20)
+        #expect(client.droppedQoS0WhileOffline == 1)
+
+        try broker.start()
+        // Keep publishing across the reconnect: newer messages must never overtake the buffered ones.
+        for n in 20..<60 {
+            client.publish(topic: "buf/seq", string: "\(n)")
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(await eventually { log.payloads(on: "buf/seq").count >= 60 })
+        #expect(log.payloads(on: "buf/seq") == (0..<60).map(String.init))
+        #expect(client.droppedWhileOffline == 0)
+        await client.shutdown()
+    }
+
+    @Test func offlineBufferBoundDropsTheOldest() async throws {
+        let broker = try TestBroker()
+        let client = try await started(configuration(broker, "bounded", bufferLimit: 5))
+        let log = MessageLog(client)
+        await subscribeAndProbe(client, log, filter: "bound/#", probeTopic: "bound/probe")
+        broker.stop()
+        #expect(await eventually { !client.isConnected })
+        for n in 0..<8 { client.publish(topic: "bound/seq", string: "\(n)") }
+        #expect(client.droppedWhileOffline == 3)
+        try broker.start()
+        #expect(await eventually { log.payloads(on: "bound/seq").count == 5 })
+        #expect(log.payloads(on: "bound/seq") == ["3", "4", "5", "6", "7"])
+        await client.shutdown()
+    }
+
+    @Test func fullDefaultBufferIsDeliveredInOrder() async throws {
+        let broker = try TestBroker()
+        let client = try await started(configuration(broker, "full"))
+        let log = MessageLog(client)
+        await subscribeAndProbe(client, log, filter: "full/#", probeTopic: "full/probe")
+        broker.stop()
+        #expect(await eventually { !client.isConnected })
+        for n in 0..<10_005 { client.publish(topic: "full/seq", string: "\(n)") }
+        #expect(client.offlineBufferCount == 10_000)
+        #expect(client.droppedWhileOffline == 5)
+        let start = ContinuousClock.now
+        try broker.start()
+        #expect(await eventually(timeout: .seconds(30)) { log.payloads(on: "full/seq").count == 10_000 })
+        #expect(log.payloads(on: "full/seq") == (5..<10_005).map(String.init))
+        print("10,000 buffered messages delivered in \(ContinuousClock.now - start)")
+        await client.shutdown()
+    }
+
+    @Test func shutdownDeliversFinalMessagesBeforeDisconnecting() async throws {
+        let broker = try TestBroker()
+        let will = MQTTMessage(topic: "fin/state", string: "will", qos: .atLeastOnce, retain: true)
+        let client = try await started(configuration(broker, "final", will: will))
+        client.publish(topic: "fin/state", string: "online", retain: true)
+        await client.shutdown(finalMessages: [MQTTMessage(topic: "fin/state", string: "offline", retain: true)],
+                              timeout: .seconds(3))
+        #expect(client.connectionState != .connected)
+
+        let reader = try await started(configuration(broker, "reader"))
+        let log = MessageLog(reader)
+        reader.subscribe("fin/state")
+        #expect(await eventually { log.payloads(on: "fin/state") == ["offline"] })
+        #expect(log.messages.first?.retain == true)
+        await reader.shutdown()
+    }
+
+    @Test func shutdownWithTheBrokerDownReturnsWithinTheTimeout() async throws {
+        let broker = try TestBroker()
+        let client = try await started(configuration(broker, "down"))
+        broker.stop()
+        #expect(await eventually { !client.isConnected })
+        let start = ContinuousClock.now
+        await client.shutdown(finalMessages: [MQTTMessage(topic: "x/state", string: "offline")], timeout: .seconds(1))
+        #expect(ContinuousClock.now - start < .seconds(2))
+        #expect(await client.loopIsAlive() == false)
+    }
+
+    @Test func loopStaysAliveWhileTheBrokerIsDown() async throws {
+        let broker = try TestBroker()
+        broker.stop()
+        let client = try MQTTClient(configuration: configuration(broker, "alive"), logger: quietLogger)
+        #expect(await client.loopIsAlive() == false, "not started yet")
+        let states = client.connectionStates()
+        client.start()
+        var iterator = states.makeAsyncIterator()
+        #expect(await iterator.next() == .connecting)
+        guard case .disconnected(let code, let text)? = await iterator.next() else {
+            Issue.record("expected a disconnected state")
+            return
+        }
+        #expect(code != 0 && text.contains("refused"), "\(code) \(text)")
+        #expect(await client.loopIsAlive())
+        try broker.start()
+        #expect(await iterator.next() == .connected)
+        #expect(await client.loopIsAlive())
+        await client.shutdown()
+        #expect(await client.loopIsAlive() == false)
+        var last: MQTTConnectionState?
+        while let state = await iterator.next() { last = state }
+        #expect(last == .disconnected(reasonCode: 0, description: "disconnected by client"), "the stream ends at shutdown")
+    }
+
+    @Test func passwordFileIsEnforced() async throws {
+        var template = Array("/tmp/mqtt-passwd-XXXXXX".utf8CString)
+        let fd = mkstemp(&template)
+        fchmod(fd, 0o644)  // mosquitto reads it after dropping root privileges
+        close(fd)
+        let passwordFile = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        defer { unlink(passwordFile) }
+        let pid = try spawn(["/usr/bin/mosquitto_passwd", "-b", passwordFile, "bridge", "s3cret"], log: "/dev/null")
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        let broker = try TestBroker(extraConfig: ["password_file \(passwordFile)", "allow_anonymous false"])
+
+        var good = configuration(broker, "authed")
+        good.username = "bridge"
+        good.password = "s3cret"
+        let client = try await started(good)
+        await client.shutdown()
+
+        var bad = good
+        bad.clientID = "refused"
+        bad.password = "wrong"
+        let refused = try MQTTClient(configuration: bad, logger: quietLogger)
+        let states = refused.connectionStates()
+        refused.start()
+        var iterator = states.makeAsyncIterator()
+        _ = await iterator.next()
+        let state = await iterator.next()
+        guard case .disconnected(_, let text)? = state else {
+            Issue.record("expected a refusal, got \(String(describing: state))")
+            return
+        }
+        #expect(text.lowercased().contains("not authori"), "\(text)")
+        #expect(await refused.loopIsAlive(), "a refused login is retried, not fatal")
+        await refused.shutdown()
+    }
+}

@@ -1,4 +1,0 @@
-import Testing
-@testable import MQTT
-
-@Test func mqttModuleLoads() {}

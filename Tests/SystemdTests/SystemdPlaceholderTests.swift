@@ -1,4 +1,0 @@
-import Testing
-@testable import Systemd
-
-@Test func systemdModuleLoads() {}

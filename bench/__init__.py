@@ -1,0 +1,1 @@
+"""The hardware-free BLE test bench (see README.md)."""

@@ -1,0 +1,452 @@
+"""BlueZoo 1.0.2 with a runtime patch layer that makes it behave like bluetoothd where the bench needs it.
+
+Run exactly like `bluezoo`:  python bench/bluezoo_patched.py --auto-enable --scan-interval 1 --adapter 00:00:00:00:00:01
+Extra option (removed before BlueZoo parses its arguments):
+  --connect-fail-delay S   how long Device1.Connect to a peripheral that is not advertising takes to fail (default 2)
+
+This is not a fork: the pinned wheel (bench/requirements.txt) is imported unchanged and a few methods are
+replaced at start-up. Each patch says what is wrong in 1.0.2 and why the bench needs it fixed:
+
+  1. reconnect after Device1.Disconnect — `Device.disconnect` only flips Connected; the link's GATT objects stay
+     exported, so the next Connect re-exports them at the same paths and fails with sd-bus error 17 (EEXIST).
+     Fixed: stop the server-side notify sessions the link opened, unexport the link objects (InterfacesRemoved,
+     as bluetoothd does), reset ServicesResolved and Connected. Connect on an already connected device succeeds
+     without re-exporting (bluetoothd answers success too), and Connect to a peripheral that is not advertising
+     fails with org.bluez.Error.Failed "le-connection-abort-by-local" instead of "connecting" to nothing.
+  2. no link loss — when a peripheral process dies, its central stays Connected/ServicesResolved with stale
+     objects. Fixed: the adapter's GATT-application removal (run when the application's bus name is lost)
+     disconnects every device whose peer is that adapter, through the fixed disconnect, so the central sees
+     ServicesResolved=false, InterfacesRemoved and Connected=false like a supervision timeout on real BlueZ.
+  3. Device1.ManufacturerData is declared a{sv}; BlueZ (and every advertisement) uses a{qv}, so an
+     advertisement with manufacturer data made GetManagedObjects fail for every client. Fixed: a{qv}.
+  4. notify sessions — a client StartNotify while the server is already notifying was routed to AcquireNotify
+     (UnknownMethod on servers without it), a second StartNotify from the same client failed, sessions of a
+     client that left the bus were never stopped, Confirm() was called on the server after every notification
+     (BlueZ confirms indications only) and the client's Notifying property showed the server's flag.
+     Fixed with per-link, per-client sessions as in bluetoothd: the server side is started once per link
+     (AcquireNotify when the server exposes NotifyAcquired, else StartNotify) and stopped with the last
+     session, a session ends when its client leaves the bus, Notifying/NotifyAcquired reflect the link.
+  5. client AcquireNotify handed the server's own socket to the client, so neither side ever saw a hang-up
+     when the link went down (and BlueZoo leaked its copy of every descriptor it received: sdbus already
+     hands received descriptors over to the caller, BlueZoo dup()ed them again and never closed the original). Fixed: BlueZoo relays the notifications through its own socket pair, closed
+     on disconnect (the client gets HUP as with bluetoothd) and when the client closes its end (the server
+     gets HUP). The server now also receives the `device`/`mtu`/`link` options on AcquireNotify.
+  6. discovery — every StartDiscovery started one more scan task (the old one leaked), and StopDiscovery by
+     one client stopped discovery for all. Fixed: one task per adapter; discovery stops with its last client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import sys
+from typing import Any, Optional
+
+import sdbus
+
+from bluezoo import bluezoo as bluezoo_main
+from bluezoo import events
+from bluezoo.adapter import Adapter
+from bluezoo.device import Device
+from bluezoo.exceptions import (DBusBluezFailedError, DBusBluezNotPermittedError,
+                                DBusBluezNotSupportedError)
+from bluezoo.gatt import GattCharacteristicClientLink
+from bluezoo.gatt.manager import GattManager
+from bluezoo.log import logger
+from bluezoo.utils import dbus_method_async_except_logging
+
+CHAR_IFACE = "org.bluez.GattCharacteristic1"
+
+# Seconds a Connect to a non-advertising peripheral takes to fail (set from --connect-fail-delay).
+CONNECT_FAIL_DELAY = 2.0
+
+
+def _replace_dbus_method(cls: type, name: str, func) -> None:
+    """Swap the Python implementation behind an exported D-Bus method (sdbus copies the member per class)."""
+    vars(cls)[name].original_method = dbus_method_async_except_logging(func)
+
+
+def _replace_property_getter(cls: type, name: str, getter) -> None:
+    vars(cls)[name].property_getter = getter
+
+
+def _emit(obj, changed: dict[str, tuple[str, Any]]) -> None:
+    """PropertiesChanged on an exported BlueZoo object (ignored once the object is gone)."""
+    try:
+        obj.properties_changed.emit((CHAR_IFACE, changed, []))
+    except Exception:  # noqa: BLE001 - the object may have been unexported meanwhile
+        pass
+
+
+# --- patch 1: disconnect / connect ------------------------------------------------------------------------
+
+async def _release_link_char(link: GattCharacteristicClientLink) -> None:
+    """Ends every notify session of one characteristic link (patch 4 state) and its AcquireNotify relay."""
+    for sub in _state(link).sessions.values():
+        sub.unsubscribe()
+    _state(link).sessions.clear()
+    await _stop_server_notify(link)
+    _close_relay(link)
+
+
+async def _disconnect(self: Device, uuid: Optional[str] = None) -> None:
+    self.connecting_task.cancel()
+    logger.info(f"Disconnecting {self}")
+    links = list(self.services.items())
+    for _, link in links:
+        if isinstance(link, GattCharacteristicClientLink):
+            await _release_link_char(link)
+    if self.services_resolved:
+        await self.ServicesResolved.set_async(False)
+    if self.peer is not None and self.peer.services_resolved:
+        await self.peer.ServicesResolved.set_async(False)
+    # Children first (descriptors, characteristics, then services), as bluetoothd removes them.
+    for path, link in sorted(links, key=lambda x: x[0], reverse=True):
+        try:
+            self.peer_adapter.mock.remove_object(link)
+        except KeyError:
+            pass
+    self.services.clear()
+    if self.peer is not None and self.peer.connected:
+        await self.peer.Connected.set_async(False)
+    if self.connected:
+        await self.Connected.set_async(False)
+
+
+_original_connect = Device.connect
+
+
+async def _connect(self: Device, uuid: Optional[str] = None) -> None:
+    if self.connected and self.services_resolved:
+        return  # bluetoothd: Connect on a connected LE device succeeds at once
+    if self.is_le and not self.peer_adapter.advertisements:
+        # Nothing advertises at that address: a real controller times out the LE connection attempt.
+        await asyncio.sleep(CONNECT_FAIL_DELAY)
+        if not self.peer_adapter.advertisements:
+            raise DBusBluezFailedError("le-connection-abort-by-local")
+    if self.services:  # objects left from an interrupted connect: clear them before re-exporting
+        await _disconnect(self)
+    await _original_connect(self, uuid)
+
+
+# --- patch 2: link loss when the GATT application goes away -------------------------------------------------
+
+_original_del_gatt_application = GattManager._GattManager__del_gatt_application
+
+
+async def _del_gatt_application(self: GattManager, app) -> None:
+    await _original_del_gatt_application(self, app)
+    # `self` is the peripheral's adapter. Every central that is connected to it loses the link.
+    for adapter in list(self.mock.adapters.values()):
+        for device in list(adapter.devices.values()):
+            if device.peer_adapter is self and (device.connected or device.services):
+                logger.info(f"Link loss: {device} on {adapter} (GATT application gone)")
+                await _disconnect(device)
+
+
+# --- patch 3: ManufacturerData signature --------------------------------------------------------------------
+
+def _patch_manufacturer_data_signature() -> None:
+    vars(Device)["ManufacturerData"].property_signature = "a{qv}"
+
+
+# --- patches 4 and 5: notify sessions and the AcquireNotify relay -------------------------------------------
+
+class _LinkNotifyState:
+    """Notify bookkeeping of one characteristic link (one central's view of one server characteristic)."""
+
+    def __init__(self):
+        self.sessions: dict[str, events.Subscription] = {}   # client bus name → its "service lost" hook
+        self.source: Optional[str] = None                    # None | "signal" | "fd": how values reach the link
+        self.signal_sub = events.Subscription()
+        self.server_sock: Optional[socket.socket] = None     # server's AcquireNotify socket (StartNotify path)
+        self.relay: Optional[tuple[socket.socket, socket.socket]] = None  # (server side, our client-facing end)
+
+
+def _state(link) -> _LinkNotifyState:
+    st = getattr(link, "_bench_notify", None)
+    if st is None:
+        st = link._bench_notify = _LinkNotifyState()
+    return st
+
+
+def _signal_links(client) -> set:
+    """Links that get values from this server characteristic through its StartNotify session."""
+    links = getattr(client, "_bench_signal_links", None)
+    if links is None:
+        links = client._bench_signal_links = set()
+    return links
+
+
+def _prepare_options(link, options: dict) -> dict:
+    options = dict(options)
+    options.update({
+        "device": ("o", link.service.device.peer.get_object_path()),
+        "mtu": ("q", link.mtu),
+        "link": ("s", link.link)})
+    return options
+
+
+def _is_notifying(link) -> bool:
+    st = _state(link)
+    return bool(st.sessions) or st.relay is not None
+
+
+async def _start_server_notify(link) -> None:
+    st = _state(link)
+    client = link.client
+    if client.NotifyAcquired.get() is not None:
+        # The server supports AcquireNotify: bluetoothd prefers it for the server side.
+        fd, mtu = await client.AcquireNotify(_prepare_options(link, {}))
+        sock = socket.socket(fileno=fd)  # sdbus hands the received descriptor over to us
+        sock.setblocking(False)
+        st.server_sock = sock
+        st.source = "fd"
+        loop = asyncio.get_running_loop()
+
+        def on_readable():
+            try:
+                data = sock.recv(65536)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                _close_server_sock(link)
+                return
+            _emit(link, {"Value": ("ay", data)})
+            client.Value.cache(data)
+            if "indicate" in client.Flags.get([]):
+                try:
+                    sock.send(b"\x01")  # confirmation, as bluetoothd writes it for indications
+                except OSError:
+                    pass
+
+        loop.add_reader(sock.fileno(), on_readable)
+        return
+
+    async def on_properties_changed(properties: dict[str, Any]):
+        if "Value" in properties and st.source == "signal":
+            _emit(link, {"Value": ("ay", properties["Value"])})
+            if "indicate" in client.Flags.get([]):
+                await client.Confirm()
+
+    st.signal_sub = events.subscribe(f"properties:changed:{id(client)}", on_properties_changed)
+    st.source = "signal"
+    others = _signal_links(client)
+    if not others:
+        await client.StartNotify()
+    others.add(link)
+
+
+def _close_server_sock(link) -> None:
+    st = _state(link)
+    if st.server_sock is not None:
+        try:
+            asyncio.get_running_loop().remove_reader(st.server_sock.fileno())
+        except (RuntimeError, ValueError):
+            pass
+        st.server_sock.close()
+        st.server_sock = None
+    if st.source == "fd":
+        st.source = None
+
+
+async def _stop_server_notify(link) -> None:
+    st = _state(link)
+    if st.source == "fd":
+        _close_server_sock(link)  # the server sees HUP, as with bluetoothd
+    elif st.source == "signal":
+        st.signal_sub.unsubscribe()
+        st.source = None
+        others = _signal_links(link.client)
+        others.discard(link)
+        if not others:
+            try:
+                await link.client.StopNotify()
+            except Exception as exc:  # noqa: BLE001 - the server may be gone (link loss)
+                logger.debug(f"StopNotify on {link} failed: {exc}")
+
+
+async def _start_notify(self) -> None:
+    sender = sdbus.get_current_message().sender
+    st = _state(self)
+    flags = self.client.Flags.get([])
+    if "notify" not in flags and "indicate" not in flags:
+        raise DBusBluezNotSupportedError("Operation is not supported")
+    if st.relay is not None:
+        raise DBusBluezNotPermittedError("Notify acquired")
+    if sender in st.sessions:
+        return  # bluetoothd: a second StartNotify from the same client succeeds
+    was_notifying = _is_notifying(self)
+    if st.source is None:
+        await _start_server_notify(self)
+
+    async def on_sender_lost():
+        if st.sessions.pop(sender, None) is not None and not st.sessions:
+            await _stop_server_notify(self)
+            _emit(self, {"Notifying": ("b", False)})
+
+    st.sessions[sender] = events.subscribe(f"service:lost:{sender}", on_sender_lost, once=True)
+    if not was_notifying:
+        _emit(self, {"Notifying": ("b", True)})
+
+
+async def _stop_notify(self) -> None:
+    sender = sdbus.get_current_message().sender
+    st = _state(self)
+    sub = st.sessions.pop(sender, None)
+    if sub is None:
+        raise DBusBluezFailedError("No notify session started")
+    sub.unsubscribe()
+    if not st.sessions:
+        await _stop_server_notify(self)
+        _emit(self, {"Notifying": ("b", False)})
+
+
+def _close_relay(link) -> None:
+    st = _state(link)
+    if st.relay is None:
+        return
+    loop = asyncio.get_running_loop()
+    for sock in st.relay:
+        try:
+            loop.remove_reader(sock.fileno())
+        except ValueError:
+            pass
+        sock.close()
+    st.relay = None
+    _emit(link, {"NotifyAcquired": ("b", False), "Notifying": ("b", False)})
+
+
+async def _acquire_notify(self, options: dict[str, tuple[str, Any]]) -> tuple[int, int]:
+    st = _state(self)
+    flags = self.client.Flags.get([])
+    if "notify" not in flags and "indicate" not in flags:
+        raise DBusBluezNotSupportedError("Operation is not supported")
+    if st.sessions or st.relay is not None:
+        raise DBusBluezNotPermittedError("Notify already enabled")
+    fd, mtu = await self.client.AcquireNotify(_prepare_options(self, options))
+    server = socket.socket(fileno=fd)  # sdbus hands the received descriptor over to us
+    server.setblocking(False)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    ours.setblocking(False)
+    st.relay = (server, ours)
+    loop = asyncio.get_running_loop()
+
+    def from_server():
+        try:
+            data = server.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            _close_relay(self)
+            return
+        try:
+            ours.send(data)
+        except BlockingIOError:
+            logger.warning(f"{self}: client does not read its notify socket; notification dropped")
+        except OSError:
+            _close_relay(self)
+
+    def from_client():
+        try:
+            data = ours.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:  # the client closed its end: release the server side too
+            _close_relay(self)
+            return
+        try:
+            server.send(data)  # indication confirmations
+        except OSError:
+            pass
+
+    loop.add_reader(server.fileno(), from_server)
+    loop.add_reader(ours.fileno(), from_client)
+    client_fd = theirs.detach()
+    # sd-bus duplicates the descriptor when the reply is built, right after this coroutine returns.
+    loop.call_soon(os.close, client_fd)
+    _emit(self, {"NotifyAcquired": ("b", True), "Notifying": ("b", True)})
+    return client_fd, mtu
+
+
+def _patch_notify() -> None:
+    link = GattCharacteristicClientLink
+    _replace_dbus_method(link, "StartNotify", _start_notify)
+    _replace_dbus_method(link, "StopNotify", _stop_notify)
+    _replace_dbus_method(link, "AcquireNotify", _acquire_notify)
+    _replace_property_getter(link, "Notifying", _is_notifying)
+    _replace_property_getter(link, "NotifyAcquired", lambda self: _state(self).relay is not None)
+
+
+# --- patch 6: discovery ------------------------------------------------------------------------------------
+
+_original_create_discovering_task = bluezoo_main.BluezMockService.create_discovering_task
+_original_stop_discovering = Adapter._Adapter__stop_discovering
+
+
+def _create_discovering_task(self, id: int):
+    self.adapters[id].discovering_task.cancel()
+    return _original_create_discovering_task(self, id)
+
+
+async def _stop_discovering(self: Adapter) -> None:
+    if self.scan_subscribers and self.powered:
+        return  # other clients still discover
+    await _original_stop_discovering(self)
+
+
+# --- wiring ------------------------------------------------------------------------------------------------
+
+def _patch_connection() -> None:
+    Device.disconnect = _disconnect
+    Device.connect = _connect
+
+
+def _patch_link_loss() -> None:
+    GattManager._GattManager__del_gatt_application = _del_gatt_application
+
+
+def _patch_discovery() -> None:
+    bluezoo_main.BluezMockService.create_discovering_task = _create_discovering_task
+    Adapter._Adapter__stop_discovering = _stop_discovering
+
+
+PATCHES = {
+    "1": _patch_connection,
+    "2": _patch_link_loss,
+    "3": _patch_manufacturer_data_signature,
+    "4": _patch_notify,          # 4 and 5 share the notify session code
+    "6": _patch_discovery,
+}
+
+
+def apply_patches(skip: frozenset[str] = frozenset()) -> None:
+    """Applies every patch except those numbered in `skip` (the tests use $BLUEZOO_SKIP_PATCHES, e.g. "2,3",
+    to show that each self-test fails without its patch)."""
+    for number, patch in PATCHES.items():
+        if number not in skip:
+            patch()
+
+
+def main() -> None:
+    global CONNECT_FAIL_DELAY
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--connect-fail-delay", type=float, default=CONNECT_FAIL_DELAY)
+    ours, rest = pre.parse_known_args()
+    CONNECT_FAIL_DELAY = ours.connect_fail_delay
+    sys.argv = [sys.argv[0], *rest]
+    skip = frozenset(x.strip() for x in os.environ.get("BLUEZOO_SKIP_PATCHES", "").split(",") if x.strip())
+    apply_patches(skip)
+    bluezoo_main.main()
+
+
+if __name__ == "__main__":
+    main()

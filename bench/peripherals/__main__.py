@@ -1,0 +1,76 @@
+"""python -m bench.peripherals KIND --adapter hciN [options]
+
+KIND: heart_rate | hm10 | led | generic (generic needs --config JSON-or-path).
+Events go to stdout as JSON lines ({"event":"ready",…} once registered); commands are read from stdin
+(see bench.peripherals.gatt.PeripheralRunner).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bench.peripherals import KINDS
+from bench.peripherals.gatt import emit, full_uuid, run
+
+
+def _company_data(text: str) -> tuple[int, bytes]:
+    company, _, data = text.partition(":")
+    return int(company, 0), bytes.fromhex(data)
+
+
+def _service_data(text: str) -> tuple[str, bytes]:
+    uuid, _, data = text.rpartition(":")
+    return full_uuid(uuid), bytes.fromhex(data)
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.peripherals", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("kind", choices=sorted(KINDS))
+    p.add_argument("--adapter", required=True, help="the adapter this peripheral owns (hciN); its address is "
+                                                    "the peripheral's address")
+    p.add_argument("--name", help="advertised LocalName")
+    p.add_argument("--rate", type=float, help="notifications per second (heart_rate default 1; generic: "
+                                              "overrides the description)")
+    p.add_argument("--count", type=int, help="stop after N notifications per subscription (0: never)")
+    p.add_argument("--no-acquire-notify", action="store_true",
+                   help="do not offer AcquireNotify, forcing BlueZ onto the StartNotify path")
+    p.add_argument("--log-notify", action="store_true", help="report every notification as an event")
+    p.add_argument("--manufacturer-data", action="append", type=_company_data, default=[],
+                   metavar="COMPANY:HEX", help="advertised manufacturer data, e.g. 0xffff:0102 (repeatable)")
+    p.add_argument("--service-data", action="append", type=_service_data, default=[],
+                   metavar="UUID:HEX", help="advertised service data (repeatable)")
+    p.add_argument("--mtu", type=int, help="MTU the characteristics report (hm10 default 23)")
+    p.add_argument("--battery", type=int, default=87, help="heart_rate: initial battery level")
+    p.add_argument("--battery-interval", type=float, default=0.0,
+                   help="heart_rate: seconds between battery notifications while subscribed (0: none)")
+    p.add_argument("--initial", default="00", help="led: initial state, 00 or 01")
+    p.add_argument("--delimiter", default="\n", help="hm10: line delimiter")
+    p.add_argument("--config", help="generic: JSON description or path to one")
+    a = p.parse_args(argv)
+
+    opts = dict(name=a.name, acquire_notify=not a.no_acquire_notify, log_notify=a.log_notify,
+                manufacturer_data=dict(a.manufacturer_data), service_data=dict(a.service_data))
+    if a.kind == "heart_rate":
+        opts.update(rate=1.0 if a.rate is None else a.rate, count=a.count or 0, battery=a.battery,
+                    battery_interval=a.battery_interval, mtu=a.mtu)
+    elif a.kind == "hm10":
+        opts.update(delimiter=a.delimiter, mtu=a.mtu or 23)
+    elif a.kind == "led":
+        opts.update(initial=a.initial)
+    elif a.kind == "generic":
+        if not a.config:
+            p.error("generic needs --config")
+        opts.update(config=a.config, rate=a.rate, count=a.count)
+    try:
+        runner = KINDS[a.kind](a.adapter, **opts)
+    except (ValueError, KeyError, OSError) as exc:
+        emit("error", message=f"bad peripheral description: {exc}")
+        return 2
+    run(runner)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
