@@ -7,8 +7,8 @@ extension ConfigValidator {
                               "write_delimiter", "max_line", "flush_after"]
     static let textOnlyKeys = ["delimiter", "write_delimiter", "max_line", "flush_after"]
 
-    /// One channel of `device` (a phrase: `device "x"` or `device #2`), or nil when anything about it is wrong (every problem is reported). Also returns the node
-    /// that defines its topic level, for duplicate reports.
+    /// One channel of `device` (a phrase: `device "x"` or `device #2`), or nil when anything about it is wrong
+    /// (every problem is reported). Also returns the node that defines its topic level, for duplicate reports.
     mutating func channel(_ node: YAMLNode, index: Int, device: String) -> (ChannelConfig, YAMLNode)? {
         let before = issues.count
         let context = peekName(node).map { "channel \"\($0)\"" } ?? "channel #\(index + 1) of \(device)"

@@ -163,8 +163,9 @@ import Glibc
         let serial = demo.devices[1].channels[0]
         #expect(serial.codecKind == .text && serial.writable && serial.writeWithResponse == false)
         let led = demo.devices[2].channels[0]
-        #expect(led.service == BluetoothUUID("12345678-1234-5678-1234-56789abcdef0"))
-        #expect(led.characteristic == BluetoothUUID("12345678-1234-5678-1234-56789abcdef1"))
+        // The UUIDs bench/peripherals/led.py serves.
+        #expect(led.service == BluetoothUUID("c0ffee00-1ed0-4c7a-9b1e-000000000001"))
+        #expect(led.characteristic == BluetoothUUID("c0ffee00-1ed0-4c7a-9b1e-000000000002"))
         #expect(led.mode == .read && led.interval == .seconds(5) && led.writable && led.homeassistant == .switch)
         #expect(try led.codec.encode("ON") == [1] && led.codec.decode([0]) == "OFF")
 

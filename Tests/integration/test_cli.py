@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import signal
+import subprocess
 import time
 
 import pytest
@@ -85,6 +88,46 @@ def test_scan_stops_early_on_sigint_and_still_prints(run_gattbridge, peripheral,
     proc.signal(signal.SIGINT)
     assert proc.wait(10) == 0, proc.stderr
     assert [d["address"] for d in json.loads(proc.stdout)] == [HRM]
+
+
+def test_scan_on_a_terminal_redraws_the_table_as_devices_appear(bench, gattbridge_bin, peripheral):
+    peripheral("heart_rate")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([gattbridge_bin, "scan", "--duration", "6"], env=bench.env, stdout=slave,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    os.close(slave)
+    output = b""
+
+    def read_until(predicate, timeout):
+        nonlocal output
+        deadline = time.monotonic() + timeout
+        while not predicate(output):
+            left = deadline - time.monotonic()
+            assert left > 0, f"terminal output so far: {output!r}"
+            if select.select([master], [], [], left)[0]:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    break
+                output += chunk
+        return output
+
+    try:
+        read_until(lambda o: HRM.encode() in o, 10)
+        peripheral("led")
+        read_until(lambda o: LED.encode() in o, 10)
+        assert proc.wait(15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    # The second table replaced the first in place: cursor up over it, clear to the end of the screen.
+    assert b"\x1b[2A\r\x1b[J" in output, output
+    final = output.rsplit(b"\x1b[J", 1)[1].decode().replace("\r", "").splitlines()
+    assert final[0].split() == ["ADDRESS", "NAME", "RSSI", "SERVICES"]
+    assert sorted(line.split()[0] for line in final[1:]) == [HRM, LED]
 
 
 # --- inspect ----------------------------------------------------------------------------------------------
