@@ -18,16 +18,17 @@ final class ChannelPublisher: Sendable {
         self.topic = topic
         self.mqtt = mqtt
         self.logger = logger
-        // `values` maps whole payloads, so a text channel with a values map publishes each chunk through it unframed.
-        self.text = channel.codecKind == .text && channel.values.isEmpty
-            ? TextState(delimiter: channel.delimiter, maxLine: channel.maxLine) : nil
+        self.text = channel.codecKind == .text ? TextState(delimiter: channel.delimiter, maxLine: channel.maxLine) : nil
     }
 
     /// One value from the characteristic (a notification or a read).
     func publish(_ bytes: [UInt8]) {
         if let text {
-            for line in text.append(bytes) { send(line) }
-            if text.hasPending { text.armFlush(after: channel.flushAfter) { [weak self] line in self?.send(line) } }
+            let codec = channel.codec
+            for line in text.append(bytes) { send(codec.mapLine(line)) }
+            if text.hasPending {
+                text.armFlush(after: channel.flushAfter) { [weak self] line in self?.send(codec.mapLine(line)) }
+            }
             return
         }
         do {
@@ -39,7 +40,7 @@ final class ChannelPublisher: Sendable {
 
     /// Publishes the partial line a text channel holds (at disconnect, so nothing is lost).
     func flush() {
-        if let line = text?.flushNow() { send(line) }
+        if let line = text?.flushNow() { send(channel.codec.mapLine(line)) }
     }
 
     private func send(_ payload: String) {

@@ -13,8 +13,8 @@ enum CommandEncoding {
         guard let text = String(validating: payload, as: UTF8.self) else {
             throw Rejection(description: "payload for \(channel.name) is not valid UTF-8")
         }
-        if channel.codecKind == .text && channel.values.isEmpty {
-            return Array(text.utf8) + Array(channel.writeDelimiter.utf8)
+        if channel.codecKind == .text {
+            return Array(channel.codec.mapCommand(text).utf8) + Array(channel.writeDelimiter.utf8)
         }
         do {
             return try channel.codec.encode(text)
