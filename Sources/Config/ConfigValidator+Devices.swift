@@ -86,8 +86,8 @@ extension ConfigValidator {
             if level.isEmpty {
                 report(levelNode, "channel \"\(channel.name)\" is empty as an MQTT topic level")
                 failed = true
-            } else if level == "availability" {
-                report(levelNode, "channel \"\(channel.name)\" in \(deviceContext) cannot use the topic level \"availability\" (it is the device's availability topic)")
+            } else if level == "availability" || level == "rssi" {
+                report(levelNode, "channel \"\(channel.name)\" in \(deviceContext) cannot use the topic level \"\(level)\" (the bridge publishes the device's \(level) there)")
                 failed = true
             } else if let first = levels[level] {
                 if channel.topic == nil && first.name == channel.name {

@@ -66,7 +66,11 @@ struct BlueZSession: Sendable {
             let info = await client.device(path: device.path) ?? device
             return ConnectedDevice(info: info, tree: tree, connectedByUs: !wasConnected)
         } catch {
-            if !wasConnected { _ = try? await client.disconnect(device: device.path) }
+            if !wasConnected {
+                // Its own task: after Ctrl-C the half-made connection must still be torn down.
+                let client = self.client
+                await Task { _ = try? await client.disconnect(device: device.path) }.value
+            }
             throw CLIFailure(ExitStatus.code(for: error) == ExitStatus.unavailable ? ExitStatus.unavailable
                                  : ExitStatus.temporaryFailure,
                              "connect \(address): \(ExitStatus.describe(error))")

@@ -85,7 +85,7 @@ import Testing
         #expect(issues(yaml) == [
             "config.yaml:6:17: duplicate channel name \"temp\" in device \"d\" (first at 5:17)",
             "config.yaml:7:73: channel \"humidity\" in device \"d\" has the same topic level \"temp\" as channel \"temp\" at 5:17",
-            "config.yaml:8:17: channel \"availability\" in device \"d\" cannot use the topic level \"availability\" (it is the device's availability topic)",
+            "config.yaml:8:17: channel \"availability\" in device \"d\" cannot use the topic level \"availability\" (the bridge publishes the device's availability there)",
             "config.yaml:10:17: channel \"x+\" in device \"d\" has the same topic level \"x_\" as channel \"x#\" at 9:17",
         ])
     }

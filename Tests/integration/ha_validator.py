@@ -641,7 +641,8 @@ def _numeric_state_expected(config: dict[str, Any]) -> bool:
 
 def render_value_template(template: str, payload: str) -> str:
     """MqttValueTemplate.async_render_with_possible_json_value: `value` is the payload, `value_json` its JSON when it
-    parses; the result is stripped. Raises jinja2.TemplateError (undefined variables included)."""
+    parses; the result is stripped. Raises jinja2.TemplateError (undefined variables included) or whatever the
+    template raises (a division by zero)."""
     variables: dict[str, Any] = {"value": payload}
     try:
         variables["value_json"] = json.loads(payload)
@@ -665,7 +666,7 @@ def _check_states(entity: DiscoveryEntity, lookup: Callable[[str], str | bytes |
             return payload
         try:
             return render_value_template(template, payload)
-        except jinja2.TemplateError as err:
+        except Exception as err:  # noqa: BLE001 - jinja2.TemplateError, or what the template itself raised
             errors.append(f"{role} {template!r} fails on payload {payload!r}: {err}")
             return None
 

@@ -12,6 +12,8 @@ final class ChannelPublisher: Sendable {
     private let mqtt: MQTTLink
     private let logger: Logger
     private let text: TextState?
+    /// The last payload published, for a Home Assistant restart (`<prefix>/status` online) to get current states.
+    private let last = Mutex<String?>(nil)
 
     init(channel: ChannelConfig, topic: String, mqtt: MQTTLink, logger: Logger) {
         self.channel = channel
@@ -44,6 +46,13 @@ final class ChannelPublisher: Sendable {
     }
 
     private func send(_ payload: String) {
+        last.withLock { $0 = payload }
+        mqtt.publish(topic, payload, qos: channel.qos, retain: channel.retain)
+    }
+
+    /// Publishes the last value again (nothing if there was none).
+    func republish() {
+        guard let payload = last.withLock({ $0 }) else { return }
         mqtt.publish(topic, payload, qos: channel.qos, retain: channel.retain)
     }
 }

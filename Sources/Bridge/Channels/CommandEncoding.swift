@@ -29,7 +29,8 @@ enum CommandEncoding {
         return info.canWrite ? .request : .command
     }
 
-    /// Text goes out in chunks of MTU − 3 bytes (20 when the MTU is unknown), in order; other codecs in one write.
+    /// Text goes out in chunks of MTU − 3 bytes (20 when the MTU is unknown), in order, cut between characters (a
+    /// receiver may decode each write on its own); other codecs in one write.
     static func write(_ bytes: [UInt8], channel: ChannelConfig, characteristic info: GattCharacteristicInfo,
                       bluez: BlueZClient) async throws(BlueZError) {
         let type = writeType(channel, info)
@@ -37,12 +38,9 @@ enum CommandEncoding {
             try await bluez.writeValue(characteristic: info.path, bytes, type: type)
             return
         }
-        let size = max(1, (info.mtu.map { $0 - 3 }) ?? 20)
-        var start = 0
-        while start < bytes.count {
-            let end = min(start + size, bytes.count)
-            try await bluez.writeValue(characteristic: info.path, Array(bytes[start..<end]), type: type)
-            start = end
+        // `encode` validated the UTF-8 and appended the delimiter, so decoding gives back exactly these bytes.
+        for chunk in textChunks(String(decoding: bytes, as: UTF8.self), delimiter: "", mtu: info.mtu) {
+            try await bluez.writeValue(characteristic: info.path, chunk, type: type)
         }
     }
 }

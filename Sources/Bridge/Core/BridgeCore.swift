@@ -55,7 +55,10 @@ public actor BridgeCore {
     private func startSession(_ device: DeviceConfig, bluezAvailable: Bool) async {
         let context = SessionContext(bluez: bluez, mqtt: mqtt, topics: topics, gate: gate, discovery: discovery,
                                      events: EventPublisher(mqtt: mqtt, topics: topics, logger: logger),
-                                     logger: logger, availabilityChanged: statusChanged)
+                                     logger: logger, availabilityChanged: statusChanged,
+                                     deviceIdentified: { [weak self] name, identity in
+                                         Task { await self?.deviceIdentified(name, identity) }
+                                     })
         let session = DeviceSession(config: device, context: context)
         sessions[device.name] = session
         byAddress[device.address] = session
@@ -84,6 +87,19 @@ public actor BridgeCore {
 
     public func availability(of device: String) async -> String? {
         await sessions[device]?.availabilityPayload
+    }
+
+    /// Home Assistant came (back) online: it wants every current state again.
+    public func republishStates() async {
+        for session in sessions.values { await session.republishStates() }
+    }
+
+    private func deviceIdentified(_ name: String, _ identity: DeviceIdentity) async {
+        for feature in features {
+            if let homeAssistant = feature as? HomeAssistantFeature {
+                await homeAssistant.deviceIdentified(name, identity: identity, core: self)
+            }
+        }
     }
 
     // MARK: - BlueZ events

@@ -61,44 +61,35 @@ public struct BridgeService: Service {
         let (statusFeed, statusTrigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let core = BridgeCore(config: initialConfig, bluez: bluez, mqtt: link, logger: logger,
                               statusChanged: { statusTrigger.yield() })
+        let status = StatusReporter(notifier: notifier, core: core, mqtt: link, bluez: bluez)
         let pumps = MQTTPumps(core: core, statusTrigger: statusTrigger)
         pumps.attach(link.client)
         link.client.start()
         await core.start()
+        await status.refresh()
         notifier.ready()
         logger.notice("gattbridge \(version) running with \(initialConfig.devices.count) device(s)",
                       metadata: ["config": "\(configPath)"])
 
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                for await event in bluezEvents { await core.handle(event) }
+                for await event in bluezEvents {
+                    await core.handle(event)
+                    if case .bluezVanished = event { statusTrigger.yield() }
+                    if case .bluezAppeared = event { statusTrigger.yield() }
+                }
             }
             group.addTask {
-                var last = ""
-                for await _ in statusFeed {
-                    let line = await StatusLine.describe(core: core, mqtt: link, bluez: bluez)
-                    if line != last {
-                        notifier.status(line)
-                        last = line
-                    }
-                }
+                for await _ in statusFeed { await status.refresh() }
             }
             if let interval = notifier.watchdogInterval {
-                group.addTask {
-                    let health = HealthCheck(bus: bus, mqtt: link, core: core)
-                    while !Task.isCancelled {
-                        switch await health.probe(deadline: interval) {
-                        case .live: notifier.watchdog()
-                        case .stuck(let why): logger.error("not petting the watchdog: \(why)")
-                        }
-                        try? await Task.sleep(for: interval)
-                    }
-                }
+                let watchdog = WatchdogLoop(interval: interval, health: HealthCheck(bus: bus, mqtt: link, core: core),
+                                            notifier: notifier, logger: logger)
+                group.addTask { await watchdog.run() }
             }
             group.addTask {
                 for await _ in reloadSignals {
-                    await reload(core: core, link: link, pumps: pumps)
-                    statusTrigger.yield()
+                    await reload(core: core, link: link, pumps: pumps, status: status)
                 }
             }
 
@@ -110,10 +101,7 @@ public struct BridgeService: Service {
                 logger.warning("devices did not disconnect in time")
             }
             let baseTopic = await core.config.mqtt.baseTopic
-            await link.client.shutdown(
-                finalMessages: [MQTTMessage(topic: BridgeTopics(base: baseTopic).bridgeState, string: "offline",
-                                            qos: .atLeastOnce, retain: true)],
-                timeout: .milliseconds(1500))
+            await link.client.shutdown(finalMessages: [offline(baseTopic)], timeout: .milliseconds(1500))
             pumps.detach()
             statusTrigger.finish()
             await bluez.shutdown()
@@ -122,8 +110,13 @@ public struct BridgeService: Service {
         bus.close()
     }
 
-    /// SIGHUP: re-read the config; a bad one is reported and the running one stays in force.
-    private func reload(core: BridgeCore, link: MQTTLink, pumps: MQTTPumps) async {
+    private func offline(_ baseTopic: String) -> MQTTMessage {
+        MQTTMessage(topic: BridgeTopics(base: baseTopic).bridgeState, string: "offline", qos: .atLeastOnce, retain: true)
+    }
+
+    /// SIGHUP: re-read the config and apply the difference; a bad one is reported (log and STATUS) and the running one
+    /// stays in force. systemd holds the unit in "reloading" from RELOADING=1 until the READY=1 that ends either path.
+    private func reload(core: BridgeCore, link: MQTTLink, pumps: MQTTPumps, status: StatusReporter) async {
         notifier.reloading()
         logger.notice("reloading \(configPath)")
         let new: BridgeConfig
@@ -132,26 +125,34 @@ public struct BridgeService: Service {
         } catch {
             for issue in error.issues { logger.error("\(issue)") }
             logger.error("reload failed; keeping the running config")
-            notifier.status("reload failed: \(error.issues.first.map { "\($0)" } ?? "bad config"); old config kept")
+            let more = error.issues.count > 1 ? " (+\(error.issues.count - 1) more)" : ""
+            await status.reloadFailed((error.issues.first.map { "\($0)" } ?? "bad config") + more)
             notifier.ready()
             return
         }
         let old = await core.config
-        var replaced = false
+        var replacement: MQTTClient?
         if new.mqtt != old.mqtt {
             do {
-                let client = try MQTTClient(configuration: MQTTConfiguration(settings: new.mqtt), logger: logger)
-                pumps.attach(client)
-                let previous = link.swap(client)
-                client.start()
-                replaced = true
-                logger.notice("MQTT settings changed; reconnecting")
-                Task { await previous.shutdown(finalMessages: [], timeout: .seconds(1)) }
+                replacement = try MQTTClient(configuration: MQTTConfiguration(settings: new.mqtt), logger: logger)
             } catch {
                 logger.error("new MQTT settings rejected (\(error)); keeping the running client")
             }
         }
-        await core.apply(new, mqttReplaced: replaced)
+        if let replacement {
+            // The old client says goodbye (a clean disconnect sends no will) before the new one connects, so on a
+            // shared broker and base topic the retained state ends `online`, never a late `offline`. Meanwhile the
+            // sessions publish into the new client's offline buffer.
+            logger.notice("MQTT settings changed; reconnecting")
+            pumps.attach(replacement)
+            let previous = link.swap(replacement)
+            await previous.shutdown(finalMessages: [offline(old.mqtt.baseTopic)], timeout: .seconds(1))
+        }
+        // Applied before the new client starts, so its first connect already sees the new topics.
+        await core.apply(new, mqttReplaced: replacement != nil)
+        replacement?.start()
+        await status.reloadSucceeded()
+        logger.notice("reloaded: \(new.devices.count) device(s)")
         notifier.ready()
     }
 }

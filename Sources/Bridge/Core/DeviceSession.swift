@@ -15,6 +15,8 @@ struct SessionContext: Sendable {
     let logger: Logger
     /// Called whenever a device's availability changes, so the systemd STATUS line stays current.
     let availabilityChanged: @Sendable () -> Void
+    /// Called once per session with what GATT Device Information (0x180A) says, for Home Assistant's device block.
+    let deviceIdentified: @Sendable (String, DeviceIdentity) -> Void
 }
 
 /// One saved device: drives its `SessionMachine` with BlueZ events and performs the actions it returns. All I/O
@@ -37,6 +39,7 @@ actor DeviceSession {
     private var linkTasks: [Task<Void, Never>] = []
     private var lastDisconnect: Task<Void, Never>?
     private var lastRSSI: Int?
+    private var identity: DeviceIdentity?
 
     private var commands = CommandQueue()
     /// A command whose write failed because the link dropped: it goes first once the device is back.
@@ -131,6 +134,12 @@ actor DeviceSession {
     func republishRetained() {
         ctx.mqtt.publish(ctx.topics.availability(config), availabilityPayload, qos: 1, retain: true)
         if let lastRSSI { ctx.mqtt.publish(ctx.topics.rssi(config), String(lastRSSI), qos: 1, retain: true) }
+    }
+
+    /// Availability and the last value of every channel again: Home Assistant restarted and wants current states.
+    func republishStates() {
+        republishRetained()
+        for publisher in publishers.values { publisher.republish() }
     }
 
     private func noteRSSI(_ rssi: Int?) {
@@ -284,6 +293,30 @@ actor DeviceSession {
         }
         resolved = found
         send(.servicesResolved(generation))
+        if identity == nil { readIdentity(tree) }
+    }
+
+    /// Model and manufacturer from Device Information, read once per session; absent characteristics are fine.
+    private func readIdentity(_ tree: GattTree) {
+        let deviceInformation = BluetoothUUID("180a")
+        let model = tree.characteristic(BluetoothUUID("2a24")!, service: deviceInformation)
+        let manufacturer = tree.characteristic(BluetoothUUID("2a29")!, service: deviceInformation)
+        guard model != nil || manufacturer != nil else { return }
+        spawn { session in
+            func text(_ info: GattCharacteristicInfo?) async -> String? {
+                guard let info, let bytes = try? await session.ctx.bluez.readValue(characteristic: info.path) else { return nil }
+                let value = String(decoding: bytes, as: UTF8.self).trimmingPrefix(while: \.isWhitespace)
+                return value.isEmpty ? nil : String(value)
+            }
+            let identity = DeviceIdentity(model: await text(model), manufacturer: await text(manufacturer))
+            await session.identified(identity)
+        }
+    }
+
+    private func identified(_ identity: DeviceIdentity) {
+        guard self.identity != identity else { return }
+        self.identity = identity
+        ctx.deviceIdentified(config.name, identity)
     }
 
     private func mode(of channel: ChannelConfig) -> ChannelMode {
@@ -440,7 +473,7 @@ actor DeviceSession {
             } catch {
                 result = error
             }
-            await self.commandFinished(next, error: result)
+            self.commandFinished(next, error: result)
         }
     }
 
@@ -455,6 +488,11 @@ actor DeviceSession {
             }
         } else {
             logger.debug("wrote command to \(command.channel)")
+            // A read-mode channel has no notification to show the new state: read it back, so a Home Assistant
+            // switch does not flip back until the next poll.
+            if let channel = config.channels.first(where: { $0.name == command.channel }), mode(of: channel) == .read {
+                spawn { session in await session.readAndPublish(channel, replyTopic: nil) }
+            }
         }
         pumpCommands()
     }

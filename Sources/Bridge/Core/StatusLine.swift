@@ -1,12 +1,27 @@
-import BlueZ
+/// The one-line STATUS= text systemd shows in `systemctl status`, e.g. `mqtt connected; 2/3 devices online`. A failed
+/// reload stays visible there until a later reload succeeds, so an operator who only looks at `systemctl status` learns
+/// that the file on disk is not what is running.
+public struct StatusLine: Sendable, Equatable {
+    public var mqttConnected: Bool
+    public var bluezAvailable: Bool
+    public var devicesOnline: Int
+    public var devices: Int
+    public var reloadFailure: String?
 
-/// The one-line STATUS= text systemd shows in `systemctl status`, e.g. `mqtt connected; 2/3 devices online`.
-enum StatusLine {
-    static func describe(core: BridgeCore, mqtt: MQTTLink, bluez: BlueZClient) async -> String {
-        let snapshot = await core.snapshot()
-        var parts = [mqtt.client.isConnected ? "mqtt connected" : "mqtt disconnected"]
-        if await !bluez.isAvailable { parts.append("bluetoothd unavailable") }
-        parts.append("\(snapshot.devicesOnline)/\(snapshot.devices) devices online")
+    public init(mqttConnected: Bool, bluezAvailable: Bool, devicesOnline: Int, devices: Int,
+                reloadFailure: String? = nil) {
+        self.mqttConnected = mqttConnected
+        self.bluezAvailable = bluezAvailable
+        self.devicesOnline = devicesOnline
+        self.devices = devices
+        self.reloadFailure = reloadFailure
+    }
+
+    public var text: String {
+        var parts = [mqttConnected ? "mqtt connected" : "mqtt disconnected"]
+        if !bluezAvailable { parts.append("bluetoothd unavailable") }
+        parts.append("\(devicesOnline)/\(devices) devices online")
+        if let reloadFailure { parts.append("reload failed, old config kept: \(reloadFailure)") }
         return parts.joined(separator: "; ")
     }
 }

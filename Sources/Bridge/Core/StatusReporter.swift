@@ -1,0 +1,41 @@
+import BlueZ
+import Systemd
+
+/// Keeps systemd's STATUS= current. Every change of broker, bluetoothd or device state calls `refresh()`; only a
+/// changed line is sent, so a chatty device does not flood the notify socket.
+actor StatusReporter {
+    private let notifier: SystemdNotifier
+    private let core: BridgeCore
+    private let mqtt: MQTTLink
+    private let bluez: BlueZClient
+    private var reloadFailure: String?
+    private var last: String?
+
+    init(notifier: SystemdNotifier, core: BridgeCore, mqtt: MQTTLink, bluez: BlueZClient) {
+        self.notifier = notifier
+        self.core = core
+        self.mqtt = mqtt
+        self.bluez = bluez
+    }
+
+    func refresh() async {
+        let snapshot = await core.snapshot()
+        let line = StatusLine(mqttConnected: mqtt.client.isConnected, bluezAvailable: await bluez.isAvailable,
+                              devicesOnline: snapshot.devicesOnline, devices: snapshot.devices,
+                              reloadFailure: reloadFailure).text
+        guard line != last else { return }
+        last = line
+        notifier.status(line)
+    }
+
+    /// Shown until the next successful reload.
+    func reloadFailed(_ reason: String) async {
+        reloadFailure = reason
+        await refresh()
+    }
+
+    func reloadSucceeded() async {
+        reloadFailure = nil
+        await refresh()
+    }
+}

@@ -1,0 +1,166 @@
+"""Helpers for the bridge daemon tests (test_bridge.py): a config writer, a daemon handle and predicted payloads.
+
+    bridge = start_bridge(run_gattbridge, tmp_path, mosquitto, [device("strap", HRM, [channel(...)])])
+    bridge.wait_online(mqtt, "strap")
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional
+
+from bench.peripherals import heart_rate
+
+BASE = "bench/gb"          # a two-level base topic: the daemon must not assume one level
+
+
+# --- config ---------------------------------------------------------------------------------------------------
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(str(value))      # a JSON string is a valid YAML double-quoted scalar
+
+
+def to_yaml(value: Any, indent: int = 0) -> str:
+    """Block YAML for nested dicts/lists of scalars (all strings double-quoted, numbers and booleans plain)."""
+    pad = " " * indent
+    lines: list[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, dict) and item and all(not isinstance(v, (dict, list)) for v in item.values()) \
+                    and key == "values":
+                flow = ", ".join(f"{json.dumps(str(k))}: {_scalar(v)}" for k, v in item.items())
+                lines.append(f"{pad}{key}: {{ {flow} }}")
+            elif isinstance(item, (dict, list)):
+                lines.append(f"{pad}{key}:")
+                lines.append(to_yaml(item, indent + 2))
+            else:
+                lines.append(f"{pad}{key}: {_scalar(item)}")
+    elif isinstance(value, list):
+        for item in value:
+            body = to_yaml(item, indent + 2)
+            lines.append(pad + "- " + body.lstrip(" "))
+    else:
+        lines.append(pad + _scalar(value))
+    return "\n".join(lines)
+
+
+def channel(name: str, characteristic: str, codec: str, **options: Any) -> dict:
+    return {"name": name, "characteristic": characteristic, "codec": codec, **options}
+
+
+def device(name: str, address: str, channels: Iterable[dict]) -> dict:
+    return {"name": name, "address": address, "channels": list(channels)}
+
+
+def config_text(port: int, devices: Iterable[dict], base: str = BASE, client_id: Optional[str] = None,
+                keepalive: int = 10) -> str:
+    doc = {
+        "mqtt": {"host": "127.0.0.1", "port": port, "client_id": client_id or f"gattbridge-test-{time.monotonic_ns()}",
+                 "base_topic": base, "keepalive": keepalive},
+        "homeassistant": {"enabled": False},
+        "devices": list(devices),
+    }
+    return to_yaml(doc) + "\n"
+
+
+# --- the daemon -----------------------------------------------------------------------------------------------
+
+class Bridge:
+    """A running `gattbridge run` and the topics of its config."""
+
+    def __init__(self, process, config_path: Path, base: str):
+        self.process = process
+        self.config_path = config_path
+        self.base = base
+
+    def topic(self, *levels: str) -> str:
+        return "/".join((self.base, *levels))
+
+    @property
+    def log(self) -> str:
+        return self.topic("bridge", "log")
+
+    @property
+    def event(self) -> str:
+        return self.topic("bridge", "event")
+
+    def wait_availability(self, mqtt, device: str, value: str, timeout: float = 20.0, since: int = 0):
+        self.assert_running()
+        return mqtt.wait_for(self.topic(device, "availability"), value, timeout, since)
+
+    def wait_online(self, mqtt, device: str, timeout: float = 20.0, since: int = 0):
+        return self.wait_availability(mqtt, device, "online", timeout, since)
+
+    def assert_running(self) -> None:
+        assert self.process.running, f"gattbridge exited ({self.process.returncode}): {self.process.stderr[-3000:]}"
+
+
+def start_bridge(run_gattbridge, tmp_path: Path, mosquitto, devices: Iterable[dict], base: str = BASE,
+                 name: str = "gattbridge", **config: Any) -> Bridge:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(config_text(mosquitto.port, devices, base, **config))
+    process = run_gattbridge(["run", "--config", path, "--log-level", "debug"], name=name)
+    return Bridge(process, path, base)
+
+
+# --- predicted payloads ---------------------------------------------------------------------------------------
+
+def _number(x: float) -> str:
+    """How the daemon spells a JSON number: the shortest round-trip form, no trailing `.0`."""
+    if float(x).is_integer():
+        return str(int(x))
+    return repr(float(x))
+
+
+def heart_rate_payload(i: int) -> str:
+    """The exact payload SPEC §2 prescribes for heart-rate notification i: key order bpm, contact, energy_kj, rr_ms."""
+    e = heart_rate.expected_json(i)
+    contact = "null" if e["contact"] is None else ("true" if e["contact"] else "false")
+    energy = "null" if e["energy_kj"] is None else str(e["energy_kj"])
+    rr = ",".join(_number(r) for r in e["rr_ms"])
+    return f'{{"bpm":{e["bpm"]},"contact":{contact},"energy_kj":{energy},"rr_ms":[{rr}]}}'
+
+
+def heart_rate_index(payload: str) -> int:
+    """Index in heart_rate.SEQUENCE of a published payload (every entry decodes differently)."""
+    for i in range(len(heart_rate.SEQUENCE)):
+        if heart_rate_payload(i) == payload:
+            return i
+    raise AssertionError(f"not a payload of the heart-rate sequence: {payload!r}")
+
+
+def assert_consecutive(indices: list[int], modulo: int) -> None:
+    """Each index follows the previous one (mod `modulo`): nothing lost, duplicated or reordered."""
+    for k in range(1, len(indices)):
+        assert indices[k] == (indices[k - 1] + 1) % modulo, \
+            f"sequence broken at position {k}: {indices[max(0, k - 5):k + 5]}"
+
+
+def log_entries(mqtt, bridge: Bridge, since: int = 0) -> list[dict]:
+    return [m.json() for m in mqtt.received(bridge.log, since)]
+
+
+def wait_log(mqtt, bridge: Bridge, topic: str, timeout: float = 10.0, since: int = 0) -> dict:
+    """The B/bridge/log error about `topic`, checked for SPEC §4's exact shape."""
+    msg = mqtt.wait_for(bridge.log, lambda m: m.json().get("topic") == topic, timeout, since)
+    entry = msg.json()
+    assert list(entry) == ["level", "message", "topic"], entry
+    assert entry["level"] == "error" and isinstance(entry["message"], str) and entry["message"], entry
+    return entry
+
+
+def wait_for_value(fn: Callable[[], Any], timeout: float, message: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fn()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(message)
+        time.sleep(0.05)
