@@ -164,3 +164,53 @@ def wait_for_value(fn: Callable[[], Any], timeout: float, message: str) -> Any:
         if time.monotonic() > deadline:
             raise TimeoutError(message)
         time.sleep(0.05)
+
+
+# --- a subscriber that survives broker restarts -----------------------------------------------------------------
+
+def persistent_broker_config(directory: Path) -> str:
+    """mosquitto settings (for Bench.mosquitto(extra_config=…)) that keep sessions and queued messages over a
+    restart, so a test subscriber misses nothing published while it was reconnecting."""
+    directory.mkdir(parents=True, exist_ok=True)
+    # `user root`: mosquitto started as root drops to user "mosquitto", which cannot write into pytest's tmp dirs.
+    return f"persistence true\npersistence_location {directory}/\nautosave_interval 1\nuser root\n"
+
+
+def persistent_subscriber(bench, broker, topics: Iterable[str]):
+    """A bench MqttClient whose MQTT 5 session (subscriptions + queued QoS ≥ 1 messages) outlives disconnects."""
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+
+    from bench.bench import MqttClient
+
+    class PersistentClient(MqttClient):
+        def __init__(self):
+            import paho.mqtt.client as mqtt
+            import threading
+            self._mqtt = mqtt
+            self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"persistent-{time.monotonic_ns()}",
+                                      protocol=mqtt.MQTTv5)
+            self.topics = list(topics)
+            self.messages = []
+            self._cond = threading.Condition()
+            self._subscribed = threading.Event()
+            self.client.on_connect = self._on_connect
+            self.client.on_subscribe = lambda *a, **k: self._subscribed.set()
+            self.client.on_message = self._on_message
+            self.client.reconnect_delay_set(1, 2)
+            props = Properties(PacketTypes.CONNECT)
+            props.SessionExpiryInterval = 3600
+            self.client.connect(broker.host, broker.port, clean_start=False, properties=props)
+            self.client.loop_start()
+            if not self._subscribed.wait(10):
+                self.close()
+                raise TimeoutError("persistent MQTT client not subscribed")
+
+        def _on_connect(self, client, userdata, flags, reason_code, properties=None):
+            # A resumed session keeps its subscriptions: subscribing again would only replay retained messages.
+            if not flags.session_present:
+                client.subscribe([(t, 1) for t in self.topics])
+
+    client = PersistentClient()
+    bench.mqtt_clients.append(client)
+    return client

@@ -15,7 +15,7 @@ from bench.bench import MqttClient
 from bench.peripherals import heart_rate, hm10, led
 
 from bridge_helpers import (BASE, assert_consecutive, channel, device, heart_rate_index, heart_rate_payload,
-                            start_bridge, wait_log)
+                            persistent_broker_config, persistent_subscriber, start_bridge, wait_log)
 
 STRAP = "C0:FF:EE:00:02:01"
 SERIAL = "C0:FF:EE:00:02:02"
@@ -378,4 +378,80 @@ def test_a_device_that_never_appears_holds_up_nobody(run_gattbridge, peripheral,
     mark = mqtt.mark()
     mqtt.publish(bridge.topic("lamp", "led", "set"), "ON")
     mqtt.wait_for(bridge.topic("lamp", "led"), "ON", 5, since=mark)
+    bridge.assert_running()
+
+
+COUNTER_SERVICE = "c0ffee00-c0c0-4c7a-9b1e-000000000000"
+COUNTER_UUID = "c0ffee00-c0c0-4c7a-9b1e-000000000001"
+COUNTER_CYCLE = 2000
+
+
+def counter_peripheral(peripheral, rate: float):
+    """A generic peripheral notifying 0, 1, 2, … (uint16 LE) at `rate` Hz from each subscription on."""
+    values = [i.to_bytes(2, "little").hex() for i in range(COUNTER_CYCLE)]
+    return peripheral("generic", GADGET, log_notify=True, config={"name": "Counter", "services": [
+        {"uuid": COUNTER_SERVICE, "characteristics": [
+            {"uuid": COUNTER_UUID, "flags": ["notify"], "value": "0000",
+             "notify": {"values": values, "rate": rate}}]}]})
+
+
+def counter_device(qos: int = 1) -> dict:
+    return device("counter", GADGET, [channel("count", COUNTER_UUID, "uint16", qos=qos)])
+
+
+def test_broker_restart_loses_no_qos1_message(run_gattbridge, bench, peripheral, wait_until, tmp_path):
+    broker = bench.mosquitto(extra_config=persistent_broker_config(tmp_path / "mosquitto-db"))
+    sub = persistent_subscriber(bench, broker, [f"{BASE}/#"])
+    counter = counter_peripheral(peripheral, rate=20)
+    peripheral("heart_rate", STRAP, rate=10)
+    bridge = start_bridge(run_gattbridge, tmp_path, broker, [counter_device(qos=1), strap_device(qos=1)])
+    bridge.wait_online(sub, "counter")
+    bridge.wait_online(sub, "strap")
+    count_topic = bridge.topic("counter", "count")
+    sub.wait_count(count_topic, 20, 10)
+
+    def sent() -> int:
+        return max((e["n"] for e in counter.events_matching("notify")), default=0)
+
+    stops = []
+    for outage in range(2):
+        stops.append(round(time.monotonic() - sub.received(count_topic)[0].time, 3))
+        broker.stop()
+        down_at = sent()
+        wait_until(lambda: sent() >= down_at + 60, 10, "the counter stopped notifying")   # ≥ 3 s of outage
+        broker.start()
+        up_at = sent()
+        # Everything produced meanwhile arrives once the bridge is back, then live values follow.
+        wait_until(lambda: any(int(m.text) >= up_at + 20 for m in sub.received(count_topic)), 40,
+                   f"values produced after the restart did not arrive (restart at {up_at})")
+
+    values = [int(m.text) for m in sub.received(count_topic)]
+    assert values[0] == 0
+    dups = [v for k, v in enumerate(values) if v in values[:k]]
+    missing = sorted(set(range(max(values) + 1)) - set(values))
+    disorder = [(values[k - 1], values[k]) for k in range(1, len(values)) if values[k] < values[k - 1]]
+    msgs = sub.received(count_topic)
+    detail = [(k, m.text, round(m.time - msgs[0].time, 3)) for k, m in enumerate(msgs) if int(m.text) in dups]
+    assert (dups, missing, disorder) == ([], [], []), f"duplicates, missing, out of order (of {len(values)}) {detail} {stops}"
+    assert all(m.qos == 1 for m in sub.received(count_topic))
+    hr = [heart_rate_index(m.text) for m in sub.received(bridge.topic("strap", "heart_rate"))]
+    assert hr[0] == 0 and len(hr) > 60
+    assert_consecutive(hr, len(heart_rate.SEQUENCE))
+    bridge.assert_running()
+
+
+def test_broker_restart_without_persistence_gets_retained_state_again(run_gattbridge, bench, peripheral, mosquitto,
+                                                                      mqtt, wait_until, tmp_path):
+    peripheral("heart_rate", STRAP, rate=5)
+    bridge = start_bridge(run_gattbridge, tmp_path, mosquitto, [strap_device(), device("ghost", GHOST, [
+        channel("value", "2a6e", "int16")])])
+    bridge.wait_online(mqtt, "strap")
+    mosquitto.restart()                  # no persistence: every retained message is gone
+    late = wait_until(lambda: bench.mqtt_client(mosquitto, topics=[f"{BASE}/#"]), 10, "broker back")
+    for topic, value in ((bridge.topic("bridge", "state"), "online"), (bridge.topic("strap", "availability"), "online"),
+                         (bridge.topic("ghost", "availability"), "offline"), (bridge.topic("strap", "battery"), "87")):
+        m = late.wait_for(topic, None, 20)
+        assert (m.text, m.retain) == (value, True), m
+    mark = late.mark()
+    late.wait_count(bridge.topic("strap", "heart_rate"), 5, 10, since=mark)
     bridge.assert_running()

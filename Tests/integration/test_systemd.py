@@ -404,9 +404,11 @@ def test_sighup_with_new_mqtt_settings_reconnects_the_client(run_gattbridge, ben
     second = bench.mosquitto()
     watcher = bench.mqtt_client(second)
     write_config(config, second.port, ["heart_rate"], client_id="gb-test-2")
-    hrm_mark, mark = hrm.mark(), notify.mark()
+    hrm_mark, mark, old_mark = hrm.mark(), notify.mark(), mqtt.mark()
     proc.signal(signal.SIGHUP)
     notify.wait_for("READY", "1", since=mark, timeout=10)
+    # The old broker is told the bridge left it.
+    mqtt.wait_for(f"{BASE}/bridge/state", "offline", since=old_mark, timeout=10)
     # The new broker gets the bridge's state, the device's availability and its data.
     watcher.wait_for(f"{BASE}/bridge/state", "online", timeout=15)
     watcher.wait_for(f"{BASE}/strap/availability", "online", timeout=15)

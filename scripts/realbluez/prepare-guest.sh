@@ -63,7 +63,7 @@ done | awk '!seen[$0]++' | while read -r path; do
 done
 
 cp /bin/busybox "$work/root/bb/busybox"    # from busybox-static: the initramfs has no libc
-for applet in $("$work/root/bb/busybox" --list); do
+for applet in $("$work/root/bb/busybox" --list | grep -vx busybox); do
     ln -sf busybox "$work/root/bb/$applet"
 done
 cp "$HERE/init" "$work/root/init"

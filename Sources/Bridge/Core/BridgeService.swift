@@ -63,6 +63,8 @@ public struct BridgeService: Service {
                               statusChanged: { statusTrigger.yield() })
         let status = StatusReporter(notifier: notifier, core: core, mqtt: link, bluez: bluez)
         let pumps = MQTTPumps(core: core, statusTrigger: statusTrigger)
+        // Before the client starts: the first broker connect must already reach the feature.
+        await core.add(HomeAssistantFeature(version: version, logger: logger))
         pumps.attach(link.client)
         link.client.start()
         await core.start()

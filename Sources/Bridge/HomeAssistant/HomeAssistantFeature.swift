@@ -26,6 +26,8 @@ public actor HomeAssistantFeature: BridgeFeature {
     }
 
     public func brokerConnected(core: BridgeCore) async {
+        // The first connect can beat `started` (the client starts before the core does): build the configs here too.
+        if discovery == nil { adopt(HomeAssistantDiscovery(config: await core.config, version: version)) }
         publishAll(core)
     }
 
