@@ -20,6 +20,7 @@ setup:
 build:
 	$(SWIFT) build
 
+# The Swift standard library linked statically (and stripped): the Pi needs no Swift runtime.
 release:
 	$(SWIFT) build -c release --static-swift-stdlib -Xlinker -s
 
@@ -34,9 +35,57 @@ test: setup
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/integration -q $(PYTEST_ARGS)
+	bash scripts/check-unit.sh
 
 demo: setup build
 	bash scripts/demo.sh
 
 clean:
 	$(SWIFT) package clean
+
+# --- install (sudo make install; PREFIX and DESTDIR honoured) ---------------------------------------------------
+RELEASE_BIN := .build/release/gattbridge
+SYSUSERSDIR ?= /etc/sysusers.d
+# Only when the system is the target (no DESTDIR) and systemd runs: create the user, tell systemd about the unit.
+ON_LIVE_SYSTEMD = [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]
+
+# Run `make release` as yourself first; under sudo this builds only when there is no release binary yet (a build as
+# root leaves root-owned files in .build).
+$(RELEASE_BIN):
+	$(MAKE) release
+
+install: $(RELEASE_BIN)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(CONFDIR)
+	install -m 0755 $(RELEASE_BIN) $(DESTDIR)$(BINDIR)/gattbridge
+	sed -e 's|/usr/local/bin/gattbridge|$(BINDIR)/gattbridge|' -e 's|/etc/gattbridge/|$(CONFDIR)/|g' \
+		systemd/gattbridge.service > $(DESTDIR)$(UNITDIR)/gattbridge.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/gattbridge.service
+	install -m 0644 systemd/gattbridge.sysusers $(DESTDIR)$(SYSUSERSDIR)/gattbridge.conf
+	install -m 0644 config/gattbridge.example.yaml $(DESTDIR)$(CONFDIR)/config.example.yaml
+	@if [ -e $(DESTDIR)$(CONFDIR)/config.yaml ]; then echo "keeping the existing $(CONFDIR)/config.yaml"; \
+	else install -m 0644 config/gattbridge.example.yaml $(DESTDIR)$(CONFDIR)/config.yaml; \
+	     echo "installed $(CONFDIR)/config.yaml: edit it, then: systemctl enable --now gattbridge"; fi
+	@# LoadCredential= fails the unit when its file is missing: an empty placeholder until a password is set.
+	@[ -e $(DESTDIR)$(CONFDIR)/mqtt-password ] || install -m 0600 /dev/null $(DESTDIR)$(CONFDIR)/mqtt-password
+	@if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then \
+		systemd-sysusers $(SYSUSERSDIR)/gattbridge.conf; fi
+	@if $(ON_LIVE_SYSTEMD); then systemctl daemon-reload; fi
+
+# Removes what install put there. An edited config.yaml and a non-empty mqtt-password stay (they are yours), as do
+# the user account and /var/lib/gattbridge.
+uninstall:
+	@if $(ON_LIVE_SYSTEMD); then systemctl disable --now gattbridge.service 2>/dev/null || true; fi
+	rm -f $(DESTDIR)$(BINDIR)/gattbridge $(DESTDIR)$(UNITDIR)/gattbridge.service \
+		$(DESTDIR)$(SYSUSERSDIR)/gattbridge.conf $(DESTDIR)$(CONFDIR)/config.example.yaml
+	@if cmp -s config/gattbridge.example.yaml $(DESTDIR)$(CONFDIR)/config.yaml; then \
+		rm -f $(DESTDIR)$(CONFDIR)/config.yaml; \
+	elif [ -e $(DESTDIR)$(CONFDIR)/config.yaml ]; then echo "keeping the edited $(CONFDIR)/config.yaml"; fi
+	@if [ -f $(DESTDIR)$(CONFDIR)/mqtt-password ] && [ ! -s $(DESTDIR)$(CONFDIR)/mqtt-password ]; then \
+		rm -f $(DESTDIR)$(CONFDIR)/mqtt-password; fi
+	@rmdir $(DESTDIR)$(CONFDIR) 2>/dev/null || true
+	@if $(ON_LIVE_SYSTEMD); then systemctl daemon-reload; fi
+
+# systemd-analyze verify must be clean, and the security exposure at most 2.0 and as printed in README.md.
+.PHONY: check-unit
+check-unit:
+	bash scripts/check-unit.sh

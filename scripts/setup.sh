@@ -29,7 +29,7 @@ installed() {
 
 # --- 1. apt packages ------------------------------------------------------------------------------------------
 packages=(libdbus-1-dev libmosquitto-dev libsystemd-dev libyaml-dev pkg-config mosquitto mosquitto-clients
-          python3-venv)
+          python3-venv systemd)
 missing=()
 for p in "${packages[@]}"; do
     installed "$p" || missing+=("$p")

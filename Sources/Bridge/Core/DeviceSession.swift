@@ -101,7 +101,12 @@ actor DeviceSession {
             return
         }
         adapterPath = adapter.path
-        if await ctx.bluez.device(address: config.address, adapter: adapter.path) != nil { send(.deviceFound) }
+        if let known = await ctx.bluez.device(address: config.address, adapter: adapter.path) {
+            send(.deviceFound)
+            // A device BlueZ already knows sends no DeviceAdded: take its RSSI from here, or a session restarted by a
+            // reload (which cleared the retained rssi topic) never announces one.
+            noteRSSI(known.rssi)
+        }
         send(.adapterAvailable(powered: adapter.powered))
     }
 
