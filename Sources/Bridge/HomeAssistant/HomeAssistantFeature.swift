@@ -12,6 +12,9 @@ public actor HomeAssistantFeature: BridgeFeature {
     private var discovery: HomeAssistantDiscovery?
     private var current: Set<String> = []
     private var identities: [String: DeviceIdentity] = [:]
+    private var pendingStates: Task<Void, Never>?
+    /// How long after Home Assistant's birth message the current states follow the configs.
+    static let stateRepublishDelay: Duration = .seconds(1)
 
     public init(version: String, logger: Logger) {
         self.version = version
@@ -37,7 +40,7 @@ public actor HomeAssistantFeature: BridgeFeature {
             if message.payloadString == "online" {
                 logger.info("Home Assistant is online; republishing discovery and states")
                 publishAll(core)
-                await core.republishStates()
+                republishStatesSoon(core)
             }
             return true
         }
@@ -63,7 +66,10 @@ public actor HomeAssistantFeature: BridgeFeature {
                 core.mqtt.client.unsubscribe(previous.configFilter)
             }
         }
-        if next.isEnabled && (previous?.isEnabled != true || previous?.discoveryPrefix != next.discoveryPrefix) {
+        // A changed `mqtt` section means the service swapped in a new client, which starts without subscriptions.
+        let clientReplaced = old.mqtt != (await core.config).mqtt
+        if next.isEnabled && (clientReplaced || previous?.isEnabled != true
+                              || previous?.discoveryPrefix != next.discoveryPrefix) {
             subscribe(next, on: core.mqtt.client)
         }
         publishAll(core)
@@ -87,6 +93,18 @@ public actor HomeAssistantFeature: BridgeFeature {
     private func subscribe(_ discovery: HomeAssistantDiscovery, on client: MQTTClient) {
         client.subscribe(discovery.statusTopic, qos: .atLeastOnce)
         client.subscribe(discovery.configFilter, qos: .atLeastOnce)
+    }
+
+    /// Home Assistant creates an entity when its config arrives and only then subscribes to its state topic (it
+    /// batches those subscriptions), so states sent together with the configs could land before anyone listens: the
+    /// non-retained ones would be lost. Sent a moment later, in a task of its own so the message pump never waits.
+    private func republishStatesSoon(_ core: BridgeCore) {
+        pendingStates?.cancel()
+        pendingStates = Task {
+            try? await Task.sleep(for: Self.stateRepublishDelay)
+            guard !Task.isCancelled else { return }
+            await core.republishStates()
+        }
     }
 
     private func publishAll(_ core: BridgeCore) {
