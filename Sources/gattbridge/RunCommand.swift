@@ -29,7 +29,6 @@ struct RunCommand: AsyncParsableCommand {
         do throws(ConfigErrors) {
             bridgeConfig = try ConfigLoader.load(path: config)
         } catch {
-            for issue in error.issues { logger.critical("\(issue)") }
             Terminal.err(error.issues.map { "\($0)\n" }.joined())
             throw ExitCode(ExitStatus.configError)
         }

@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from bench.bench import MqttClient
 from bench.peripherals import heart_rate, hm10, led
 
 from bridge_helpers import (BASE, assert_consecutive, channel, device, heart_rate_index, heart_rate_payload,
-                            persistent_broker_config, persistent_subscriber, start_bridge, wait_log)
+                            persistent_broker_config, persistent_subscriber, start_bridge, wait_log,
+                            without_redeliveries)
 
 STRAP = "C0:FF:EE:00:02:01"
 SERIAL = "C0:FF:EE:00:02:02"
@@ -110,9 +110,12 @@ def test_values_flow_on_spec_topics(run_gattbridge, peripheral, mosquitto, mqtt,
 def test_led_on_off_reaches_the_peripheral_and_reads_back(run_gattbridge, peripheral, mosquitto, mqtt, tmp_path):
     lamp = peripheral("led", LAMP)
     lamp.wait_for({"event": "state", "led": "00"})
-    bridge = start_bridge(run_gattbridge, tmp_path, mosquitto, [lamp_device(interval=1)])
-    bridge.wait_online(mqtt, "lamp")
-    state, set_, get = (bridge.topic("lamp", "led", *v) for v in ((), ("set",), ("get",)))
+    # A device name that needs sanitising and a channel with a `topic` override (SPEC §4).
+    config = lamp_device("$desk/lamp #1", interval=1)
+    config["channels"][0]["topic"] = "light+state"
+    bridge = start_bridge(run_gattbridge, tmp_path, mosquitto, [config])
+    bridge.wait_online(mqtt, "desk_lamp _1")
+    state, set_, get = (bridge.topic("desk_lamp _1", "light_state", *v) for v in ((), ("set",), ("get",)))
     mqtt.wait_for(state, "OFF", 5)                              # read once after connect, through `values`
 
     for command, byte in (("ON", "01"), ("OFF", "00"), ("ON", "01")):
@@ -245,6 +248,7 @@ def test_malformed_commands_are_logged_while_notifications_keep_flowing(run_gatt
         (bridge.topic("gadget", "level", "set"), "256"),                # out of range for uint8
         (bridge.topic("gadget", "level", "set"), "-1"),                 # out of range for uint8
         (bridge.topic("gadget", "level", "set"), "12abc"),              # not a number
+        (bridge.topic("strap", "heart_rate", "get"), ""),               # notify-only: the read is refused
         (bridge.topic("serial-mod", "serial", "set"), b"ok \xff\xfe"),  # invalid UTF-8
         (bridge.topic("lamp", "led", "set"), b"\xc3("),                 # invalid UTF-8 for a hex channel
     ]
@@ -259,11 +263,12 @@ def test_malformed_commands_are_logged_while_notifications_keep_flowing(run_gatt
     assert "0x80" in wait_log(mqtt, bridge, bridge.topic("lamp", "led", "set"), 10, since=mark)["message"]
 
     # Nothing bad reached the peripherals; good commands still work; notifications never stopped.
+    lamp.wait_for({"event": "write", "value": "02"}, 5, since=lamp_events)
     assert [e["value"] for e in lamp.events_matching("write", since=lamp_events)] == ["02"]
-    assert gadget.events_matching("write", since=gadget_events) == []
     mark = mqtt.mark()
     mqtt.publish(bridge.topic("gadget", "level", "set"), "255")
     gadget.wait_for({"event": "write", "value": "ff"}, 5, since=gadget_events)
+    assert [e["value"] for e in gadget.events_matching("write", since=gadget_events)] == ["ff"]
     mqtt.publish(bridge.topic("gadget", "level", "get"), "")
     mqtt.wait_for(bridge.topic("gadget", "level"), "255", 5, since=mark)
     assert mqtt.received(bridge.log, mark) == []
@@ -283,9 +288,10 @@ def events_of(mqtt, bridge, device_name: str, since: int = 0) -> list[dict]:
     return [e for e in (m.json() for m in mqtt.received(bridge.event, since)) if e.get("device") == device_name]
 
 
+@pytest.mark.parametrize("acquire", [True, False], ids=["AcquireNotify", "StartNotify"])
 def test_peripheral_killed_goes_offline_and_comes_back(run_gattbridge, peripheral, mosquitto, mqtt, wait_until,
-                                                       tmp_path):
-    strap = peripheral("heart_rate", STRAP, rate=10)
+                                                       tmp_path, acquire):
+    strap = peripheral("heart_rate", STRAP, rate=10, no_acquire_notify=not acquire)
     lamp = peripheral("led", LAMP)
     bridge = start_bridge(run_gattbridge, tmp_path, mosquitto, [strap_device(), lamp_device()])
     bridge.wait_online(mqtt, "strap")
@@ -334,7 +340,17 @@ def test_bluez_restart_is_resynced_automatically(run_gattbridge, peripheral, blu
 
     for round_ in range(2):
         mark, strap_events, serial_events = mqtt.mark(), strap.mark(), serial.mark()
-        bluez.restart()
+        if round_ == 0:
+            bluez.restart()                  # a crash and an immediate restart
+        else:
+            bluez.kill()                     # away for a while: the bridge waits for org.bluez, then resyncs
+            for name in ("strap", "serial-mod"):
+                bridge.wait_availability(mqtt, name, "offline", 10, since=mark)
+            strap.wait_for("bluez_lost", 10, since=strap_events)
+            outage_ends = time.monotonic() + 3
+            wait_until(lambda: time.monotonic() >= outage_ends, 5, "a 3 s outage")
+            bridge.assert_running()
+            bluez.start()
         for name in ("strap", "serial-mod"):
             bridge.wait_availability(mqtt, name, "offline", 10, since=mark)
         # The peripherals register again by themselves once org.bluez is back.
@@ -349,6 +365,65 @@ def test_bluez_restart_is_resynced_automatically(run_gattbridge, peripheral, blu
         # Writes work on the new objects too.
         mqtt.publish(bridge.topic("serial-mod", "serial", "set"), f"after restart {round_}")
         mqtt.wait_for(bridge.topic("serial-mod", "serial"), f"after restart {round_}", 10, since=back)
+    bridge.assert_running()
+
+
+def test_link_taken_away_by_another_client_is_restored(run_gattbridge, peripheral, central, mosquitto, mqtt,
+                                                       wait_until, tmp_path):
+    """Someone else (bluetoothctl, another program) disconnects the device or removes it from BlueZ."""
+    peripheral("heart_rate", STRAP, rate=10)
+    bridge = start_bridge(run_gattbridge, tmp_path, mosquitto, [strap_device()])
+    bridge.wait_online(mqtt, "strap")
+    for action in ("disconnect", "remove", "disconnect"):
+        mark = mqtt.mark()
+        if action == "disconnect":
+            central.disconnect(STRAP)
+        else:
+            central.bus.call("org.bluez", "/org/bluez/hci0", "org.bluez.Adapter1", "RemoveDevice", "o",
+                             central.device_path(STRAP))
+        bridge.wait_availability(mqtt, "strap", "offline", 10, since=mark)
+        bridge.wait_online(mqtt, "strap", 20, since=mark)
+        back = mqtt.mark()
+        wait_until(lambda: len(heart_rate_messages(mqtt, bridge, since=back)) >= 5, 10, f"no values after {action}")
+        indices = [heart_rate_index(p) for p in heart_rate_messages(mqtt, bridge, since=back)]
+        assert_consecutive(indices, len(heart_rate.SEQUENCE))
+    bridge.assert_running()
+
+
+def test_peripheral_flapping_ends_online(run_gattbridge, peripheral, mosquitto, mqtt, wait_until, tmp_path):
+    strap = peripheral("heart_rate", STRAP, rate=10)
+    bridge = start_bridge(run_gattbridge, tmp_path, mosquitto, [strap_device()])
+    bridge.wait_online(mqtt, "strap")
+    for _ in range(5):
+        strap.restart(wait_ready=False)      # killed and back at once, whatever the bridge is doing
+    strap.wait_for("ready", 15)
+    mark = mqtt.mark()
+    wait_until(lambda: mqtt.received(bridge.topic("strap", "availability"))[-1].text == "online"
+               and len(heart_rate_messages(mqtt, bridge, since=mark)) >= 10, 40, "not back online with values")
+    indices = [heart_rate_index(p) for p in heart_rate_messages(mqtt, bridge, since=mark)]
+    assert_consecutive(indices, len(heart_rate.SEQUENCE))
+    bridge.assert_running()
+
+
+def test_peripheral_with_a_missing_characteristic_recovers_when_fixed(run_gattbridge, peripheral, mosquitto, mqtt,
+                                                                      wait_until, tmp_path):
+    """A firmware without the configured characteristic: offline with an error; a fixed one is picked up."""
+    def layout(chars):
+        return {"name": "Sensor", "services": [{"uuid": "181a", "characteristics": chars}]}
+    temperature = {"uuid": "2a6e", "flags": ["read", "notify"], "value": "0000",
+                   "notify": {"values": ["e803", "e903"], "rate": 5}}
+    humidity = {"uuid": "2a6f", "flags": ["read"], "value": "1027"}
+    broken = peripheral("generic", GADGET, config=layout([humidity]))
+    bridge = start_bridge(run_gattbridge, tmp_path, mosquitto, [device("sensor", GADGET, [
+        channel("temperature", "181a/2a6e", "int16"), channel("humidity", "181a/2a6f", "uint16")])])
+    error = mqtt.wait_for(bridge.event, lambda m: m.json().get("type") == "error", 20).json()
+    assert error["device"] == "sensor" and "temperature" in error["message"], error
+    assert {m.text for m in mqtt.received(bridge.topic("sensor", "availability"))} == {"offline"}
+    broken.kill()
+    peripheral("generic", GADGET, config=layout([temperature, humidity]))
+    bridge.wait_online(mqtt, "sensor", 20)         # after the 5 s (±20 %) backoff: remove, rediscover, connect
+    mqtt.wait_for(bridge.topic("sensor", "humidity"), "10000", 5)
+    mqtt.wait_for(bridge.topic("sensor", "temperature"), "1001", 5)
     bridge.assert_running()
 
 
@@ -378,6 +453,15 @@ def test_a_device_that_never_appears_holds_up_nobody(run_gattbridge, peripheral,
     mark = mqtt.mark()
     mqtt.publish(bridge.topic("lamp", "led", "set"), "ON")
     mqtt.wait_for(bridge.topic("lamp", "led"), "ON", 5, since=mark)
+    if not known:
+        # When it finally shows up it is discovered and connected like the others (indications work as
+        # notifications do).
+        peripheral("generic", GHOST, config={"name": "Ghost", "services": [{"uuid": "181a", "characteristics": [
+            {"uuid": "2a6e", "flags": ["read", "indicate"], "value": "0000",
+             "notify": {"values": ["f401", "0cfe"], "rate": 5}}]}]})
+        bridge.wait_online(mqtt, "ghost", 20)
+        mqtt.wait_for(bridge.topic("ghost", "value"), "-500", 5)
+        mqtt.wait_for(bridge.topic("ghost", "value"), "500", 5)
     bridge.assert_running()
 
 
@@ -411,47 +495,190 @@ def test_broker_restart_loses_no_qos1_message(run_gattbridge, bench, peripheral,
     sub.wait_count(count_topic, 20, 10)
 
     def sent() -> int:
+        """How many notifications the counter has sent (the last value is sent() - 1)."""
         return max((e["n"] for e in counter.events_matching("notify")), default=0)
 
-    stops = []
-    for outage in range(2):
-        stops.append(round(time.monotonic() - sub.received(count_topic)[0].time, 3))
+    def received() -> list[int]:
+        return [int(m.text) for m in sub.received(count_topic)]
+
+    def caught_up() -> bool:
+        target = sent() - 1
+        return any(v >= target for v in received())
+
+    outages = []
+    for _ in range(2):
+        wait_until(caught_up, 40, "the subscriber never caught up with the counter")
         broker.stop()
         down_at = sent()
         wait_until(lambda: sent() >= down_at + 60, 10, "the counter stopped notifying")   # ≥ 3 s of outage
         broker.start()
-        up_at = sent()
-        # Everything produced meanwhile arrives once the bridge is back, then live values follow.
-        wait_until(lambda: any(int(m.text) >= up_at + 20 for m in sub.received(count_topic)), 40,
-                   f"values produced after the restart did not arrive (restart at {up_at})")
+        outages.append((down_at, sent()))
+    # Everything produced meanwhile arrives once the bridge is back (its reconnect backoff may take a few
+    # seconds), then live values follow.
+    wait_until(caught_up, 60, f"values produced after the restarts did not all arrive (outages {outages})")
 
-    values = [int(m.text) for m in sub.received(count_topic)]
+    values = received()
     assert values[0] == 0
-    dups = [v for k, v in enumerate(values) if v in values[:k]]
-    missing = sorted(set(range(max(values) + 1)) - set(values))
-    disorder = [(values[k - 1], values[k]) for k in range(1, len(values)) if values[k] < values[k - 1]]
-    msgs = sub.received(count_topic)
-    detail = [(k, m.text, round(m.time - msgs[0].time, 3)) for k, m in enumerate(msgs) if int(m.text) in dups]
-    assert (dups, missing, disorder) == ([], [], []), f"duplicates, missing, out of order (of {len(values)}) {detail} {stops}"
+    first_copies = list(dict.fromkeys(values))
+    assert first_copies == list(range(len(first_copies))), \
+        f"lost or reordered: {sorted(set(range(max(values) + 1)) - set(values))[:20]} (outages {outages})"
+    # QoS 1 is at least once: a message in flight when the broker died (delivered, PUBACK lost) is sent again.
+    # Nothing else may be duplicated; in particular everything produced during an outage arrives exactly once.
+    duplicated = sorted({v for v in values if values.count(v) > 1})
+    in_flight = set().union(*(range(down - 25, down + 1) for down, _ in outages))
+    assert set(duplicated) <= in_flight, f"duplicates {duplicated}, outages {outages}"
+    for down, up in outages:
+        assert all(values.count(v) == 1 for v in range(down + 1, up)), (down, up)
     assert all(m.qos == 1 for m in sub.received(count_topic))
+    # The heart rate (QoS 1 too) runs on without a gap; a re-delivered in-flight message shows as a repeat.
     hr = [heart_rate_index(m.text) for m in sub.received(bridge.topic("strap", "heart_rate"))]
     assert hr[0] == 0 and len(hr) > 60
+    hr, runs = without_redeliveries(hr, max_run=len(heart_rate.SEQUENCE) - 1)   # a longer run is the cycle itself
+    assert runs <= 2, runs                                          # at most one re-delivered run per outage
     assert_consecutive(hr, len(heart_rate.SEQUENCE))
+    bridge.assert_running()
+
+
+def test_broker_down_at_start_up_gets_everything_once_it_appears(run_gattbridge, bench, peripheral, wait_until,
+                                                                  tmp_path):
+    broker = bench.mosquitto(extra_config=persistent_broker_config(tmp_path / "mosquitto-db"))
+    sub = persistent_subscriber(bench, broker, [f"{BASE}/#"])
+    broker.stop()
+    counter = counter_peripheral(peripheral, rate=20)
+    bridge = start_bridge(run_gattbridge, tmp_path, broker, [counter_device(qos=1)])
+    # Bluetooth does not wait for the broker: the device connects and values are produced (and buffered).
+    wait_until(lambda: len(counter.events_matching("notify")) >= 40, 15, "the bridge never subscribed")
+    bridge.assert_running()
+    broker.start()
+    bridge.wait_online(sub, "counter", 40)
+    count_topic = bridge.topic("counter", "count")
+    wait_until(lambda: len(sub.received(count_topic)) >= 60, 20, "buffered values did not arrive")
+    values = [int(m.text) for m in sub.received(count_topic)]
+    assert values == list(range(len(values)))
+    assert sub.wait_for(bridge.topic("bridge", "state"), "online", 5)
     bridge.assert_running()
 
 
 def test_broker_restart_without_persistence_gets_retained_state_again(run_gattbridge, bench, peripheral, mosquitto,
                                                                       mqtt, wait_until, tmp_path):
     peripheral("heart_rate", STRAP, rate=5)
-    bridge = start_bridge(run_gattbridge, tmp_path, mosquitto, [strap_device(), device("ghost", GHOST, [
-        channel("value", "2a6e", "int16")])])
+    lamp = peripheral("led", LAMP)
+    bridge = start_bridge(run_gattbridge, tmp_path, mosquitto, [strap_device(), lamp_device(), device(
+        "ghost", GHOST, [channel("value", "2a6e", "int16")])])
     bridge.wait_online(mqtt, "strap")
+    bridge.wait_online(mqtt, "lamp")
     mosquitto.restart()                  # no persistence: every retained message is gone
-    late = wait_until(lambda: bench.mqtt_client(mosquitto, topics=[f"{BASE}/#"]), 10, "broker back")
+    watcher = wait_until(lambda: bench.mqtt_client(mosquitto, topics=[f"{BASE}/#"]), 10, "broker back")
+    watcher.wait_for(bridge.topic("bridge", "state"), "online", 40)      # the bridge is back (after its backoff)
+    watcher.wait_count(bridge.topic("strap", "heart_rate"), 5, 10)
+    late = bench.mqtt_client(mosquitto, topics=[f"{BASE}/#"])
     for topic, value in ((bridge.topic("bridge", "state"), "online"), (bridge.topic("strap", "availability"), "online"),
-                         (bridge.topic("ghost", "availability"), "offline"), (bridge.topic("strap", "battery"), "87")):
-        m = late.wait_for(topic, None, 20)
+                         (bridge.topic("ghost", "availability"), "offline")):
+        m = late.wait_for(topic, None, 5)
         assert (m.text, m.retain) == (value, True), m
-    mark = late.mark()
-    late.wait_count(bridge.topic("strap", "heart_rate"), 5, 10, since=mark)
+    # The command subscriptions are restored on the new broker.
+    late.publish(bridge.topic("lamp", "led", "set"), "ON")
+    lamp.wait_for({"event": "state", "led": "01"}, 5)
     bridge.assert_running()
+
+
+def test_bridge_crash_leaves_its_will(run_gattbridge, peripheral, bench, mosquitto, mqtt, tmp_path):
+    peripheral("led", LAMP)
+    bridge = start_bridge(run_gattbridge, tmp_path, mosquitto, [lamp_device()])
+    bridge.wait_online(mqtt, "lamp")
+    mark = mqtt.mark()
+    bridge.process.kill()
+    mqtt.wait_for(bridge.topic("bridge", "state"), "offline", 15, since=mark)
+    late = bench.mqtt_client(mosquitto, topics=[bridge.topic("bridge", "state")])
+    m = late.wait_for(bridge.topic("bridge", "state"), None, 5)
+    assert (m.text, m.retain) == ("offline", True)
+
+
+# --- 6. commands while offline ------------------------------------------------------------------------------------
+
+LAMP2 = "C0:FF:EE:00:02:05"
+
+
+def test_set_while_offline_is_written_after_reconnection_or_dropped_after_ttl(run_gattbridge, peripheral, mosquitto,
+                                                                              mqtt, wait_until, tmp_path):
+    lamp = peripheral("led", LAMP)
+    short = peripheral("led", LAMP2)
+    short_device = lamp_device("short", command_ttl=2)
+    short_device["address"] = LAMP2
+    bridge = start_bridge(run_gattbridge, tmp_path, mosquitto, [lamp_device(command_ttl=30), short_device])
+    bridge.wait_online(mqtt, "lamp")
+    bridge.wait_online(mqtt, "short")
+
+    # Within the ttl: queued while offline, written in arrival order once the device is back.
+    mark = mqtt.mark()
+    lamp.kill()
+    short.kill()
+    bridge.wait_availability(mqtt, "lamp", "offline", 10, since=mark)
+    bridge.wait_availability(mqtt, "short", "offline", 10, since=mark)
+    for command in ("ON", "OFF", "ON"):
+        mqtt.publish(bridge.topic("lamp", "led", "set"), command)
+    sent_at = time.monotonic()
+    mqtt.publish(bridge.topic("short", "led", "set"), "ON")
+
+    # Past its 2 s ttl the short-lived command is dropped with an error (not before).
+    entry = wait_log(mqtt, bridge, bridge.topic("short", "led", "set"), 10, since=mark)
+    elapsed = time.monotonic() - sent_at
+    assert 1.5 <= elapsed <= 5, elapsed
+    assert "command_ttl" in entry["message"] or "offline" in entry["message"], entry
+
+    lamp.start()
+    bridge.wait_online(mqtt, "lamp", 20, since=mark)
+    wait_until(lambda: len(lamp.events_matching("write")) == 3, 10, "queued commands not written")
+    assert [e["value"] for e in lamp.events_matching("write")] == ["01", "00", "01"]
+    lamp.wait_for({"event": "state", "led": "01"}, 5)
+    mqtt.wait_for(bridge.topic("lamp", "led"), "ON", 5, since=mark)
+    assert [e["topic"] for e in (m.json() for m in mqtt.received(bridge.log, mark))] == \
+        [bridge.topic("short", "led", "set")]
+
+    # The dropped command is not written when its device comes back.
+    short.start()
+    bridge.wait_online(mqtt, "short", 20, since=mark)
+    back = mqtt.mark()
+    reads = short.mark()
+    mqtt.publish(bridge.topic("short", "led", "get"), "")
+    mqtt.wait_for(bridge.topic("short", "led"), "OFF", 5, since=back)
+    short.wait_for("read", 5, since=reads)        # GATT operations run in order: a queued write would come first
+    assert short.events_matching("write") == []
+    bridge.assert_running()
+
+
+# --- 7. bad config ---------------------------------------------------------------------------------------------------
+
+def test_run_with_a_bad_config_exits_78_naming_file_line_and_column(run_gattbridge, mosquitto, mqtt, tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        "mqtt:\n"
+        f"  port: {mosquitto.port}\n"
+        "  base_topic: bench/gb\n"
+        "  keepalive: soon\n"                          # line 4, col 14: wrong type
+        "devices:\n"
+        "  - name: strap\n"
+        "    address: \"C0:FF:EE:00:02:01\"\n"
+        "    colour: red\n"                            # line 8, col 5: unknown key
+        "    channels:\n"
+        "      - name: hr\n"
+        "        characteristic: \"2a37\"\n"
+        "        codec: heart_rate_measurement\n"
+        "  - name: strap\n"                            # line 13, col 11: duplicate name
+        "    address: \"C0:FF:EE:00:02:02\"\n"
+        "    channels:\n"
+        "      - name: x\n"
+        "        characteristic: \"2a37\"\n"
+        "        codec: nosuchcodec\n")                # line 18, col 16: unknown codec
+    proc = run_gattbridge(["run", "--config", path])
+    assert proc.wait(15) == 78
+    errors = [line for line in proc.stderr_lines if re.match(rf"^{re.escape(str(path))}:\d+:\d+: ", line)]
+    positions = {tuple(int(x) for x in re.match(rf"^{re.escape(str(path))}:(\d+):(\d+): ", e).groups()) for e in errors}
+    assert positions == {(4, 14), (8, 5), (13, 11), (18, 16)}, proc.stderr
+    # It never got as far as the broker.
+    assert mqtt.received(f"{BASE}/#") == []
+
+    missing = tmp_path / "missing.yaml"
+    proc = run_gattbridge(["run", "--config", missing])
+    assert proc.wait(15) == 78
+    assert any(line.startswith(f"{missing}:") for line in proc.stderr_lines), proc.stderr

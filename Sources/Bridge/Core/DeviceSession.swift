@@ -37,13 +37,22 @@ actor DeviceSession {
     private var pollers: [Task<Void, Never>] = []
     private var backoffTimer: Task<Void, Never>?
     private var linkTasks: [Task<Void, Never>] = []
-    private var lastDisconnect: Task<Void, Never>?
+    /// The last Disconnect / RemoveDevice asked for, chained in order. Anything that looks the device up or
+    /// connects waits for it first: a Connect that overtakes the Disconnect or removal meant to precede it would be
+    /// cancelled by it, or sit unanswered on an object that is being removed.
+    private var linkCleanup: Task<Void, Never>?
     private var lastRSSI: Int?
     private var identity: DeviceIdentity?
 
     private var commands = CommandQueue()
     /// A command whose write failed because the link dropped: it goes first once the device is back.
     private var retryHead: PendingCommand?
+    /// Set when a write failed because the link went, until the next reconnection: the machine may not have seen the
+    /// drop yet, and writing again at once would only fail again, as fast as BlueZ answers.
+    private var writesHeld = false
+    /// Counts the times the device came online, so a write that fails late (after a reconnection already happened)
+    /// does not hold the queue until yet another one.
+    private var onlineEpoch = 0
     private var commandWriter: Task<Void, Never>?
     private var expiryTimer: Task<Void, Never>?
 
@@ -83,14 +92,14 @@ actor DeviceSession {
     /// Stops the session: publishes offline, disconnects, and drops queued commands with an error each.
     func stop() async {
         send(.stop)
-        for command in commands.removeAll() + (retryHead.map { [$0] } ?? []) {
+        for command in (retryHead.map { [$0] } ?? []) + commands.removeAll() {
             reject(command, "device \(config.name) was removed or the bridge is stopping; command dropped")
         }
         retryHead = nil
         expiryTimer?.cancel()
         commandWriter?.cancel()
         for task in linkTasks { task.cancel() }
-        if let lastDisconnect { await lastDisconnect.value }
+        if let linkCleanup { await linkCleanup.value }
     }
 
     /// The bridge's adapter appeared, changed power, or went away.
@@ -167,8 +176,11 @@ actor DeviceSession {
             guard let adapterPath else { return }
             ctx.discovery.want(config.name, adapter: adapterPath)
             let generation = machine.generation
+            let cleanup = linkCleanup
             spawn { session in
                 // The object may already exist (BlueZ keeps devices it has seen): no need to wait for discovery.
+                // Not while it is being removed, though.
+                await cleanup?.value
                 if await session.ctx.bluez.device(address: session.config.address, adapter: adapterPath) != nil {
                     await session.deviceFoundIfStill(generation)
                 }
@@ -191,7 +203,7 @@ actor DeviceSession {
         case .disconnect:
             guard let path = devicePath else { return }
             let bluez = ctx.bluez
-            lastDisconnect = Task { try? await bluez.disconnect(device: path, timeout: .seconds(3)) }
+            afterCleanup { try? await bluez.disconnect(device: path, timeout: .seconds(3)) }
         case .resolveServices(let generation, let timeout):
             resolve(generation, timeout: timeout)
         case .subscribeChannels(let generation):
@@ -221,11 +233,22 @@ actor DeviceSession {
         case .emitEvent(let event):
             ctx.events.emit(event, device: config.name)
         case .flushPendingCommands:
+            onlineEpoch += 1
+            writesHeld = false
             pumpCommands()
         case .removeDevice:
             guard let path = devicePath else { return }
             let bluez = ctx.bluez
-            Task { try? await bluez.removeDevice(path) }
+            afterCleanup { try? await bluez.removeDevice(path) }
+        }
+    }
+
+    /// Runs `work` after the cleanup already asked for, and makes it the one later operations wait for.
+    private func afterCleanup(_ work: @escaping @Sendable () async -> Void) {
+        let previous = linkCleanup
+        linkCleanup = Task {
+            await previous?.value
+            await work()
         }
     }
 
@@ -260,7 +283,9 @@ actor DeviceSession {
             return
         }
         logger.debug("connecting")
+        let cleanup = linkCleanup
         spawn { session in
+            await cleanup?.value
             do throws(BlueZError) {
                 try await session.ctx.bluez.connect(device: path, timeout: timeout)
                 await session.deliver(.connectSucceeded(generation))
@@ -452,7 +477,7 @@ actor DeviceSession {
             reject(expired, "device \(config.name) stayed offline for command_ttl; command dropped")
         }
         guard commandWriter == nil else { return }
-        guard machine.isOnline else { armExpiry(); return }
+        guard machine.isOnline, !writesHeld else { armExpiry(); return }
         let next: PendingCommand
         if let head = retryHead {
             retryHead = nil
@@ -470,6 +495,7 @@ actor DeviceSession {
             return
         }
         let bluez = ctx.bluez
+        let epoch = onlineEpoch
         commandWriter = Task {
             let result: BlueZError?
             do throws(BlueZError) {
@@ -478,16 +504,17 @@ actor DeviceSession {
             } catch {
                 result = error
             }
-            self.commandFinished(next, error: result)
+            self.commandFinished(next, error: result, epoch: epoch)
         }
     }
 
-    private func commandFinished(_ command: PendingCommand, error: BlueZError?) {
+    private func commandFinished(_ command: PendingCommand, error: BlueZError?, epoch: Int) {
         commandWriter = nil
         if let error {
             switch FailureKind(error, stage: .operation) {
             case .notConnected, .deviceGone, .serviceUnknown, .bluezGone, .linkLost:
                 retryHead = command        // the link went: write it after the reconnection, within its ttl
+                writesHeld = epoch == onlineEpoch
             default:
                 reject(command, "write to \(config.name)/\(command.channel) failed: \(error)")
             }
