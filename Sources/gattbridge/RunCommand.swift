@@ -43,7 +43,6 @@ struct RunCommand: AsyncParsableCommand {
         do {
             try await group.run()
         } catch let error as BridgeService.StartupError {
-            logger.critical("\(error)")
             throw CLIFailure(ExitStatus.unavailable, error.description)
         }
     }
