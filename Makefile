@@ -36,6 +36,12 @@ test: setup
 	$(SWIFT) test --skip-build
 	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/integration -q $(PYTEST_ARGS)
 	bash scripts/check-unit.sh
+	$(MAKE) fuzz-smoke
+
+# gattbridge against the real bluetoothd and kernel in a QEMU guest (docs/REAL-BLUEZ.md): about 2–4 minutes.
+.PHONY: test-realbluez
+test-realbluez: setup build
+	bash scripts/realbluez/run.sh
 
 demo: setup build
 	bash scripts/demo.sh
@@ -89,3 +95,33 @@ uninstall:
 .PHONY: check-unit
 check-unit:
 	bash scripts/check-unit.sh
+
+# --- performance, soak, fuzzing (README "Performance") -------------------------------------------------------------
+# The release build for measurements has a scratch path of its own, so it never fights a development build.
+BENCH_BUILD   := .build-release
+BENCH_BIN     := $(BENCH_BUILD)/release/gattbridge
+BENCH_ARGS    ?=
+DURATION      ?= 600
+SOAK_ARGS     ?=
+
+.PHONY: bench-build bench soak fuzz fuzz-smoke
+
+bench-build:
+	$(SWIFT) build -c release --static-swift-stdlib -Xlinker -s --scratch-path $(BENCH_BUILD)
+
+# Table on stdout, JSON in .bench/latest.json. BENCH_ARGS=--quick for a short smoke run of the benchmark itself.
+bench: setup bench-build
+	GATTBRIDGE_BIN=$(CURDIR)/$(BENCH_BIN) $(PYTHON) scripts/bench/run_bench.py $(BENCH_ARGS)
+
+# make soak DURATION=600 (seconds; SOAK_DURATION works too). Exit status 1 on a crash, a loss, an unrecovered fault
+# or growing RSS. Report on stdout, JSON in .bench/soak-latest.json.
+soak: setup bench-build
+	GATTBRIDGE_BIN=$(CURDIR)/$(BENCH_BIN) $(PYTHON) scripts/soak/soak.py --duration $(or $(SOAK_DURATION),$(DURATION)) $(SOAK_ARGS)
+
+# libFuzzer: kept crash inputs + corpus once, then FUZZ_SECONDS (default 10) per target; the corpus is not changed.
+fuzz-smoke:
+	bash Fuzz/run.sh smoke
+
+# Longer fuzzing (FUZZ_SECONDS per target, default 300); inputs that grow coverage are merged into Fuzz/Corpus.
+fuzz:
+	bash Fuzz/run.sh fuzz

@@ -171,9 +171,18 @@ public actor BridgeCore {
                 events.reject(topic: message.topic, message: "channel \(device.name)/\(channel.name) is not writable")
                 return
             }
+            guard message.payload.count <= Self.maxCommandBytes else {
+                events.reject(topic: message.topic,
+                              message: "payload of \(message.payload.count) bytes is over the \(Self.maxCommandBytes)-byte limit for a command")
+                return
+            }
             await session.set(channel, payload: message.payload, topic: message.topic)
         }
     }
+
+    /// A characteristic value is at most 512 bytes; a text command is written in MTU-sized chunks, one GATT
+    /// operation each. Far larger payloads would hold the device's command queue (and memory) for many seconds.
+    static let maxCommandBytes = 16 * 1024
 
     // MARK: - Reload
 

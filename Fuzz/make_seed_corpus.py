@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Writes the hand-made seeds of Fuzz/Corpus/{FuzzCodecs,FuzzConfig,FuzzCommands} (FuzzDBus: make_dbus_corpus.py).
+Seeds are named by their SHA-1, as libFuzzer names what it adds, so re-running only adds files.
+
+    python3 Fuzz/make_seed_corpus.py
+"""
+import hashlib
+import struct
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+REPO = ROOT.parent
+
+
+def write(target: str, seed: bytes) -> None:
+    out = ROOT / "Corpus" / target
+    out.mkdir(parents=True, exist_ok=True)
+    (out / hashlib.sha1(seed).hexdigest()).write_bytes(seed)
+
+
+def codecs() -> None:
+    # selector (delimiter index in the low 3 bits, max_line - 4 in the high 5; also the MTU), piece, rest
+    pieces = [b"", b"\x00", b"\x01", b"\xff", b"\x00\x48", b"\x06\x4b", b"\x01\x2c\x01", b"\x0e\x5a\xd2\x04",
+              b"\x16\x58\x40\x03", b"\x1f\x82\x00\xf4\x01\x00\x02\x00\x04\xbc\x02", struct.pack("<f", 1.5),
+              struct.pack(">d", -1e300), struct.pack("<f", float("nan")), struct.pack("<I", 0xFFFFFFFF),
+              b"0a1b", b"0x01 02:03", b"AQID", b"AQI", b"true", b"-32768", b"4294967295", b"1e+20", b"-inf",
+              "héllo wörld ✓".encode(), b"\xc3\x28", b'{"bpm":72,"rr_ms":[812.5],"x":null,"y":[true,"\\u00e9"]}']
+    rests = [b"", b"hello\nworld\n", b"part;ial;", b"\r\nline\r\n", "a long line with ✓ unicode\n".encode() * 3,
+             b"\xff\xfe bad utf8 \n"]
+    for i, piece in enumerate(pieces):
+        rest = rests[i % len(rests)]
+        write("FuzzCodecs", bytes([i * 37 % 256, len(piece)]) + piece + rest)
+
+
+def config() -> None:
+    for path in sorted((REPO / "config").glob("*.yaml")):
+        write("FuzzConfig", path.read_bytes())
+    write("FuzzConfig", b"mqtt: { port: 0 }\ndevices: []\n")
+    write("FuzzConfig", b"devices:\n  - name: x\n    address: \"zz\"\n    channels: []\n")
+    write("FuzzConfig", b"devices:\n  - name: a\n    address: \"C0:FF:EE:00:00:01\"\n    channels:\n"
+                        b"      - { name: s, characteristic: ffe1, codec: text, delimiter: \"\\r\\n\", max_line: 0 }\n")
+    write("FuzzConfig", b"mqtt:\n  tls: true\n  password: x\n&a [*a]\n")
+
+
+def commands() -> None:
+    # mtu, topic length, topic, payload
+    cases = [
+        (23, "home/ble/desk-led/led/set", b"ON"), (23, "home/ble/desk-led/led/set", b"0x01"),
+        (0, "home/ble/desk-led/u8/set", b"255"), (0, "home/ble/desk-led/i16be/set", b"-300"),
+        (0, "home/ble/desk-led/f32/set", b"1.5e3"), (0, "home/ble/desk-led/f64be/set", b"nan"),
+        (0, "home/ble/desk-led/flag/set", b"open"), (0, "home/ble/desk-led/b64/set", b"AQID"),
+        (23, "home/ble/hm10/serial/set", "hello ✓ world, a line longer than one write".encode()),
+        (5, "home/ble/hm10/mapped/set", b"PING"), (0, "home/ble/hm10/raw/set", b"\xff\xfe"),
+        (23, "home/ble/strap/heart_rate/set", b"72"), (23, "home/ble/strap/battery/get", b""),
+        (23, "home/ble/nobody/led/set", b"ON"), (23, "home/ble/desk-led//set", b""), (23, "home/ble/a/b/c/set", b"1"),
+    ]
+    for mtu, topic, payload in cases:
+        t = topic.encode()
+        write("FuzzCommands", bytes([mtu, len(t)]) + t + payload)
+
+
+if __name__ == "__main__":
+    codecs()
+    config()
+    commands()

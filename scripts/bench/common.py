@@ -1,0 +1,263 @@
+"""What `make bench` and `make soak` share: the release binary, per-process /proc accounting, the stamp peripheral,
+the bridge config, and the world (private bus + BlueZoo + mosquitto + peripherals + an MQTT subscriber)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from bench.bench import Bench, MqttClient, Mosquitto, Peripheral, Process, wait_until  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from stamp_peripheral import CHARACTERISTIC, SERVICE, unstamp  # noqa: E402,F401
+
+RELEASE_BIN = REPO / ".build-release" / "release" / "gattbridge"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+FD_ADDRESS = "C0:FF:EE:00:02:01"       # stamp peripheral offering AcquireNotify (the fd path)
+SIG_ADDRESS = "C0:FF:EE:00:02:02"      # stamp peripheral without it (the StartNotify / signal path)
+REF_ADDRESS = "C0:FF:EE:00:02:03"      # fd-path twin the bridge does not manage: the direct reader's (bench only)
+HM10_ADDRESS = "C0:FF:EE:00:00:02"     # the bench's HM-10: a third connected device, idle unless written to
+BASE = "bench"
+
+
+def gattbridge_binary() -> Path:
+    """$GATTBRIDGE_BIN, else the release build `make bench` makes (.build-release)."""
+    path = Path(os.environ.get("GATTBRIDGE_BIN") or RELEASE_BIN)
+    if not path.exists():
+        raise SystemExit(f"{path} missing: run `make bench` (it builds it) or set GATTBRIDGE_BIN")
+    return path
+
+
+# --- /proc accounting (one process at a time: BlueZoo and the peripherals use CPU too) --------------------------
+
+@dataclass
+class Sample:
+    t: float              # monotonic seconds
+    cpu: float            # utime + stime, seconds (all threads)
+    rss_kb: int
+    hwm_kb: int           # peak RSS since start
+    pss_kb: int
+    switches: int         # voluntary + involuntary context switches, all threads (≈ wake-ups)
+
+
+def sample(pid: int) -> Sample:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / CLK_TCK          # fields 14 and 15 of stat(5)
+    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    rss = int(status["VmRSS"].split()[0])
+    hwm = int(status["VmHWM"].split()[0])
+    pss = 0
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            pss = int(line.split()[1])
+    switches = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                    switches += int(line.split()[1])
+        except FileNotFoundError:
+            pass
+    return Sample(time.monotonic(), cpu, rss, hwm, pss, switches)
+
+
+def cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+class CpuMeter:
+    """CPU seconds used by each named process between `start()` and `stop()`."""
+
+    def __init__(self, pids: dict[str, Optional[int]]):
+        self.pids = {name: pid for name, pid in pids.items() if pid}
+        self.begin: dict[str, float] = {}
+        self.t0 = 0.0
+        self.used: dict[str, float] = {}
+        self.seconds = 0.0
+
+    def start(self) -> "CpuMeter":
+        self.t0 = time.monotonic()
+        self.begin = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+        return self
+
+    def stop(self) -> "CpuMeter":
+        self.seconds = time.monotonic() - self.t0
+        self.used = {name: cpu_seconds(pid) - self.begin[name] for name, pid in self.pids.items()}
+        return self
+
+    def percent(self, name: str) -> float:
+        return 100.0 * self.used[name] / self.seconds if self.seconds else 0.0
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * p / 100.0
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+# --- the machine ------------------------------------------------------------------------------------------------
+
+def machine() -> dict:
+    model = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith(("model name", "Model")):
+            model = line.split(":", 1)[1].strip()
+            break
+    mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
+    load = os.getloadavg()
+    swift = subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout.splitlines()
+    mosq = subprocess.run(["mosquitto", "-h"], capture_output=True, text=True).stdout.splitlines()
+    return {"cpu": model, "cores": os.cpu_count(), "memory_mb": mem_kb // 1024, "kernel": platform.release(),
+            "arch": platform.machine(), "swift": swift[0] if swift else "?", "mosquitto": mosq[0] if mosq else "?",
+            "loadavg_at_start": [round(x, 2) for x in load]}
+
+
+# --- the stamp peripheral and the bridge's config ----------------------------------------------------------------
+
+class StampPeripheral(Peripheral):
+    """Runs scripts/bench/stamp_peripheral.py instead of a `bench.peripherals` kind."""
+
+    def _args(self) -> list[str]:
+        args = [sys.executable, str(HERE / "stamp_peripheral.py"), "--adapter", self.adapter,
+                "--name", self.options.get("name", "Bench Stamp")]
+        if self.options.get("no_acquire_notify"):
+            args.append("--no-acquire-notify")
+        return args
+
+    def burst(self, burst_id: int, rate: float, count: int) -> int:
+        mark = self.mark()
+        self.send({"cmd": "burst", "id": burst_id, "rate": rate, "count": count})
+        return mark
+
+    def wait_burst(self, burst_id: int, since: int, timeout: float) -> dict:
+        return self.wait_for(lambda e: e.get("event") == "burst_done" and e.get("id") == burst_id, timeout, since)
+
+
+def stamp_peripheral(bench: Bench, address: str, name: str, acquire_notify: bool) -> StampPeripheral:
+    adapter = bench.bluez.add_adapter(address)
+    p = StampPeripheral("stamp", adapter, address, bench.env, bench.log_dir, name=name,
+                        no_acquire_notify=not acquire_notify)
+    bench.peripherals.append(p)
+    return p.start()
+
+
+def write_config(path: Path, port: int, extra_devices: str = "") -> Path:
+    chan = f"{SERVICE}/{CHARACTERISTIC}"
+    path.write_text(f"""\
+mqtt:
+  host: 127.0.0.1
+  port: {port}
+  client_id: gattbridge-bench
+  base_topic: {BASE}
+homeassistant:
+  enabled: false
+devices:
+  - name: fd
+    address: "{FD_ADDRESS}"
+    channels:
+      - {{ name: stamp, characteristic: "{chan}", codec: hex, mode: notify }}
+  - name: sig
+    address: "{SIG_ADDRESS}"
+    channels:
+      - {{ name: stamp, characteristic: "{chan}", codec: hex, mode: notify }}
+  - name: hm10
+    address: "{HM10_ADDRESS}"
+    channels:
+      - {{ name: serial, characteristic: "ffe0/ffe1", codec: text, writable: true, write_with_response: false }}
+{extra_devices}""")
+    return path
+
+
+class StampSubscriber:
+    """mosquitto_sub (C, so the subscriber is never the bottleneck) on `bench/+/stamp` at QoS 1, writing
+    "<receive time, CLOCK_REALTIME s.ns> <topic> <payload>" lines to a file, which `poll()` parses as it grows."""
+
+    def __init__(self, bench: Bench, port: int, topic: str = f"{BASE}/+/stamp"):
+        self.path = bench.workdir / f"stamps-{time.monotonic_ns()}.txt"
+        self.records: list[tuple[str, int, int, int, int]] = []   # topic, burst, seq, sent ns, received ns
+        self._offset = 0
+        self._partial = b""
+        self.process = Process(["sh", "-c", f"exec mosquitto_sub -h 127.0.0.1 -p {port} -q 1 -t '{topic}' "
+                                            f"-F '%U %t %p' > {self.path}"], "mosquitto_sub", log_dir=bench.log_dir)
+        bench.processes.append(self.process)
+        self.process.start()
+        time.sleep(0.5)
+
+    def poll(self) -> list[tuple[str, int, int, int, int]]:
+        with open(self.path, "rb") as f:
+            f.seek(self._offset)
+            data = f.read()
+        self._offset += len(data)
+        data = self._partial + data
+        lines = data.split(b"\n")
+        self._partial = lines.pop()
+        for line in lines:
+            try:
+                t, topic, payload = line.decode().split(" ", 2)
+                sec, _, frac = t.partition(".")
+                burst, seq, sent = unstamp(bytes.fromhex(payload))
+                self.records.append((topic, burst, seq, sent, int(sec) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])))
+            except ValueError:
+                continue
+        return self.records
+
+
+# Mosquitto must never be the one dropping: unlimited queues and in-flight windows towards the subscriber.
+MOSQUITTO_EXTRA = "max_queued_messages 0\nmax_inflight_messages 0\nmax_queued_bytes 0\n"
+
+
+class World:
+    """Private bus + patched BlueZoo + mosquitto + the three peripherals + a subscriber on `bench/#`."""
+
+    def __init__(self, workdir: Optional[Path] = None, reference: bool = False):
+        self.bench = Bench(workdir=workdir)
+        try:
+            self.broker: Mosquitto = self.bench.mosquitto(extra_config=MOSQUITTO_EXTRA)
+            self.fd = stamp_peripheral(self.bench, FD_ADDRESS, "Stamp FD", acquire_notify=True)
+            self.sig = stamp_peripheral(self.bench, SIG_ADDRESS, "Stamp SIG", acquire_notify=False)
+            self.hm10 = self.bench.peripheral("hm10", HM10_ADDRESS)
+            self.ref = stamp_peripheral(self.bench, REF_ADDRESS, "Stamp REF", acquire_notify=True) if reference else None
+            self.mqtt: MqttClient = self.bench.mqtt_client(self.broker, topics=[f"{BASE}/#"])
+            self.config = write_config(self.bench.workdir / "config.yaml", self.broker.port)
+        except BaseException:
+            self.bench.close()
+            raise
+
+    def start_gattbridge(self, env: Optional[dict] = None, log_level: str = "warning") -> Process:
+        return self.bench.run_gattbridge(["run", "--config", str(self.config), "--log-level", log_level],
+                                         env=env, binary=gattbridge_binary())
+
+    def wait_online(self, devices=("fd", "sig", "hm10"), timeout: float = 60.0, since: int = 0) -> None:
+        for d in devices:
+            self.mqtt.wait_for(f"{BASE}/{d}/availability", "online", timeout, since)
+
+    def pids(self, gattbridge: Process) -> dict[str, Optional[int]]:
+        return {"gattbridge": gattbridge.pid, "bluezoo": self.bench.bluez.process.pid,
+                "mosquitto": self.broker.process.pid, "peripheral_fd": self.fd.process.pid,
+                "peripheral_sig": self.sig.process.pid}
+
+    def close(self) -> None:
+        self.bench.close()

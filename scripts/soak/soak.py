@@ -1,0 +1,453 @@
+"""`make soak DURATION=600`: notifications and commands flow through the release gattbridge while random faults are
+injected; at the end a report, and a non-zero exit on any crash or on QoS 1 messages lost outside the faults that
+legitimately lose them.
+
+Flow: two stamp peripherals (scripts/bench/stamp_peripheral.py; one on the fd path, one on the signal path) notify
+at SOAK_RATE Hz each (default 20); every notification carries (stream id, sequence number, send time). A `set`
+command goes to the HM-10 every second; it echoes the line back as notifications, so every command makes a round
+trip. The subscriber keeps a persistent MQTT session (clean start off, session never expires) on a broker with
+persistence, so a broker restart loses nothing on the subscriber's side either.
+
+Faults, one every SOAK_FAULT_INTERVAL seconds (default 20, ±30 % jitter), in a shuffled rotation:
+  peripheral   a stamp peripheral is killed (link loss) and returns 1–4 s later (its new process starts a new stream)
+  bluez        BlueZoo is killed and restarted (a bluetoothd crash); peripherals register again by themselves
+  mosquitto    the broker is stopped and restarted 1–3 s later
+  sighup       SIGHUP: the daemon reloads its (unchanged) config: RELOADING=1 … READY=1, no device interrupted
+  bad_command  malformed commands: invalid UTF-8, unknown device/channel, not writable, oversized (256 KiB), bad verb
+  bad_serial   the HM-10 notifies invalid UTF-8 and an over-long line (4 KiB without delimiter)
+
+Losses: notifications the peripheral sent while the bridge was subscribed, not received by the subscriber. Those
+that were in the air when a peripheral or BlueZoo died are lost with the link (BLE has no retransmission across a
+link loss) and are reported apart ("lost with the link"); every other loss, including across broker restarts and
+reloads, counts against the bridge. Duplicates (QoS 1 allows them) and reordering are reported.
+
+    .venv/bin/python scripts/soak/soak.py --duration 600 [--seed N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import statistics
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+from common import (BASE, MOSQUITTO_EXTRA, REPO, World, gattbridge_binary, machine, sample,  # noqa: E402
+                    stamp_peripheral, unstamp)
+from bench.bench import Bench, Mosquitto  # noqa: E402
+
+FAULTS = ["peripheral", "bluez", "mosquitto", "sighup", "bad_command", "bad_serial"]
+LINK_FAULTS = {"peripheral", "bluez"}
+
+
+def log(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+class Subscriber:
+    """paho, MQTT 5, persistent session (clean start off, no expiry), QoS 1 on bench/#; reconnects by itself."""
+
+    def __init__(self, host: str, port: int):
+        import paho.mqtt.client as mqtt
+        from paho.mqtt.properties import Properties
+        from paho.mqtt.packettypes import PacketTypes
+        self.mqtt = mqtt
+        self.messages: list[tuple[float, str, bytes]] = []
+        self.lock = threading.Lock()
+        self.connected = threading.Event()
+        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="soak-subscriber",
+                                  protocol=mqtt.MQTTv5)
+        props = Properties(PacketTypes.CONNECT)
+        props.SessionExpiryInterval = 0xFFFFFFFF
+        self.client.on_connect = self._on_connect
+        self.client.on_disconnect = lambda *a, **k: self.connected.clear()
+        self.client.on_message = self._on_message
+        self.client.reconnect_delay_set(0.2, 1)
+        self.client.connect(host, port, clean_start=False, properties=props)
+        self.client.loop_start()
+        if not self.connected.wait(10):
+            raise TimeoutError("soak subscriber did not connect")
+
+    def _on_connect(self, client, userdata, flags, reason_code, properties=None):
+        client.subscribe(f"{BASE}/#", qos=1)
+        self.connected.set()
+
+    def _on_message(self, client, userdata, msg):
+        with self.lock:
+            self.messages.append((time.monotonic(), msg.topic, bytes(msg.payload)))
+
+    def since(self, index: int) -> list[tuple[float, str, bytes]]:
+        with self.lock:
+            return self.messages[index:]
+
+    def mark(self) -> int:
+        with self.lock:
+            return len(self.messages)
+
+    def wait_for(self, pred, timeout: float, since: int = 0) -> Optional[tuple[float, str, bytes]]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for m in self.since(since):
+                if pred(m):
+                    return m
+            time.sleep(0.05)
+        return None
+
+    def publish(self, topic: str, payload: bytes, qos: int = 1) -> None:
+        self.client.publish(topic, payload, qos=qos)
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+class Soak:
+    def __init__(self, duration: float, rate: float, fault_interval: float, seed: int):
+        self.duration, self.rate, self.fault_interval = duration, rate, fault_interval
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.world = World()
+        b = self.world.bench
+        # The world's broker has no persistence; the soak needs one that keeps sessions across restarts.
+        persist = b.workdir / "mosquitto-data"
+        persist.mkdir(mode=0o777, exist_ok=True)
+        os.chmod(persist, 0o777)
+        self.world.broker.stop()
+        self.broker = Mosquitto(b.workdir, b.log_dir, self.world.broker.port, extra_config=MOSQUITTO_EXTRA +
+                                f"persistence true\npersistence_location {persist}/\nautosave_interval 1\n")
+        b.brokers.append(self.broker)
+        self.broker.start()
+        self.world.broker = self.broker
+        self.sub = Subscriber(self.broker.host, self.broker.port)
+        self.notify = b.sd_notify_listener()
+        self.stream_ids = {"fd": 0, "sig": 0}
+        self.next_stream = 100
+        self.streams: dict[int, dict] = {}       # stream id → {"path", "produced" (None when killed), "start"}
+        self.windows: list[tuple[str, float, float]] = []   # (fault kind, start, end) of faults that lose in the air
+        self.recovery: dict[str, list[float]] = {k: [] for k in FAULTS}
+        self.fault_log: list[dict] = []
+        self.crashes: list[dict] = []
+        self.rss: list[tuple[float, int, int]] = []
+        self.commands_sent: dict[str, float] = {}
+        self.command_n = 0
+        self.gb = None
+        self.t_start = 0.0
+        # Stamps carry CLOCK_REALTIME; faults are timed on the monotonic clock. The offset turns one into the other.
+        self.realtime_offset = time.time() - time.monotonic()
+
+    # --- processes ---
+
+    def start_gattbridge(self) -> None:
+        self.gb = self.world.start_gattbridge(env=self.notify.env, log_level="notice")
+
+    def check_alive(self) -> None:
+        if self.gb is not None and not self.gb.running:
+            rc = self.gb.returncode
+            self.crashes.append({"t": round(time.monotonic() - self.t_start, 1), "exit": rc,
+                                 "stderr_tail": self.gb.stderr_lines[-20:]})
+            log(f"gattbridge EXITED with {rc}; restarting it (as systemd would)")
+            self.start_gattbridge()
+
+    def peripheral(self, path: str):
+        return self.world.fd if path == "fd" else self.world.sig
+
+    def start_stream(self, path: str) -> None:
+        sid = self.next_stream
+        self.next_stream += 1
+        self.stream_ids[path] = sid
+        self.streams[sid] = {"path": path, "produced": None, "start": time.monotonic()}
+        self.peripheral(path).send({"cmd": "stream", "id": sid, "rate": self.rate})
+
+    def halt_stream(self, path: str, timeout: float = 10) -> None:
+        p = self.peripheral(path)
+        sid = self.stream_ids[path]
+        mark = p.mark()
+        p.send({"cmd": "halt"})
+        done = p.wait_for(lambda e: e.get("event") == "burst_done" and e.get("id") == sid, timeout, since=mark)
+        self.streams[sid]["produced"] = done["count"]
+
+    # --- recovery probes ---
+
+    def wait_flow(self, path: str, since: int, timeout: float = 90) -> Optional[float]:
+        """Time at which a stamp from the current stream of `path` arrived after mark `since`."""
+        sid = self.stream_ids[path]
+        topic = f"{BASE}/{path}/stamp"
+
+        def fresh(m):
+            if m[1] != topic:
+                return False
+            try:
+                return unstamp(bytes.fromhex(m[2].decode()))[0] == sid
+            except ValueError:
+                return False
+        m = self.sub.wait_for(fresh, timeout, since)
+        return m[0] if m else None
+
+    # --- faults ---
+
+    def fault(self, kind: str) -> None:
+        t0 = time.monotonic()
+        mark = self.sub.mark()
+        detail: dict = {"kind": kind, "t": round(t0 - self.t_start, 1)}
+        recovered: Optional[float] = None
+        if kind == "peripheral":
+            path = self.rng.choice(["fd", "sig"])
+            detail["device"] = path
+            p = self.peripheral(path)
+            p.kill()
+            time.sleep(self.rng.uniform(1, 4))
+            p.start()
+            self.start_stream(path)
+            t_back = time.monotonic()
+            recovered = self.wait_flow(path, mark)
+            self.windows.append((kind, t0, recovered or time.monotonic()))
+            if recovered:
+                detail["down_s"] = round(t_back - t0, 2)
+        elif kind == "bluez":
+            self.world.bench.bluez.restart()
+            times = [self.wait_flow(p, mark) for p in ("fd", "sig")]
+            online = self.sub.wait_for(lambda m: m[1] == f"{BASE}/hm10/availability" and m[2] == b"online", 60, mark)
+            recovered = max(times + [online[0] if online else None]) if all(times) and online else None
+            self.windows.append((kind, t0, recovered or time.monotonic()))
+        elif kind == "mosquitto":
+            self.broker.stop()
+            time.sleep(self.rng.uniform(1, 3))
+            self.broker.start()
+            t_back = time.monotonic()
+            times = [self.wait_flow(p, mark) for p in ("fd", "sig")]
+            recovered = max(times) if all(times) else None
+            if recovered:
+                detail["down_s"] = round(t_back - t0, 2)
+                recovered = recovered if recovered > t_back else t_back
+        elif kind == "sighup":
+            nmark = len(self.notify.messages)
+            self.gb.signal(signal.SIGHUP)
+            try:
+                self.notify.wait_for("RELOADING", "1", 10, nmark)
+                self.notify.wait_for("READY", "1", 30, nmark + 1)
+                recovered = time.monotonic()
+            except TimeoutError:
+                recovered = None
+        elif kind == "bad_command":
+            bad = [(f"{BASE}/hm10/serial/set", b"\xff\xfe\xfd not utf-8"),
+                   (f"{BASE}/nobody/serial/set", b"hello"),
+                   (f"{BASE}/hm10/nothing/set", b"hello"),
+                   (f"{BASE}/fd/stamp/set", b"00"),
+                   (f"{BASE}/hm10/serial/set", b"x" * 262144),
+                   (f"{BASE}/hm10/serial/frobnicate", b"1"),
+                   (f"{BASE}/hm10/serial/set/extra", b"1"),
+                   (f"{BASE}//serial/set", b"1")]
+            for topic, payload in bad:
+                self.sub.publish(topic, payload)
+            # The first three are answered on bridge/log at once; then the bridge must still carry commands.
+            logs = self.sub.wait_for(lambda m: m[1] == f"{BASE}/bridge/log" and b"unknown device" in m[2], 20, mark)
+            probe = self.send_command()
+            echoed = self.sub.wait_for(lambda m: m[1] == f"{BASE}/hm10/serial" and m[2] == probe.encode(), 40, mark)
+            recovered = echoed[0] if logs and echoed else None
+            detail["rejections"] = sum(1 for m in self.sub.since(mark) if m[1] == f"{BASE}/bridge/log")
+        elif kind == "bad_serial":
+            hm = self.world.hm10
+            hm.send({"cmd": "notify", "char": "ffe1", "value": (b"bad \xff\xfe\xc3( utf-8\n").hex()})
+            for _ in range(8):
+                hm.send({"cmd": "notify", "char": "ffe1", "value": (b"L" * 512).hex()})
+            hm.send({"cmd": "notify", "char": "ffe1", "value": b"\n".hex()})
+            got = self.sub.wait_for(lambda m: m[1] == f"{BASE}/hm10/serial" and m[2].startswith(b"LLLL"), 20, mark)
+            bad = self.sub.wait_for(lambda m: m[1] == f"{BASE}/hm10/serial" and "\ufffd" in m[2].decode("utf-8", "replace"),
+                                    20, mark)
+            probe = self.send_command()
+            echoed = self.sub.wait_for(lambda m: m[1] == f"{BASE}/hm10/serial" and m[2] == probe.encode(), 40, mark)
+            recovered = echoed[0] if got and bad and echoed else None
+            detail["pieces"] = sum(1 for m in self.sub.since(mark) if m[1] == f"{BASE}/hm10/serial" and m[2].startswith(b"L"))
+        if recovered is None:
+            detail["recovered"] = False
+            log(f"fault {kind}: NOT recovered")
+        else:
+            detail["recovery_s"] = round(recovered - t0, 3)
+            self.recovery[kind].append(recovered - t0)
+            log(f"fault {kind} {detail.get('device', '')}: recovered in {recovered - t0:.2f} s")
+        self.fault_log.append(detail)
+
+    def send_command(self) -> str:
+        self.command_n += 1
+        line = f"cmd-{self.command_n}"
+        self.commands_sent[line] = time.monotonic()
+        self.sub.publish(f"{BASE}/hm10/serial/set", line.encode())
+        return line
+
+    # --- the run ---
+
+    def run(self) -> dict:
+        log(f"soak: {self.duration:.0f} s, {self.rate:g} Hz × 2 stamp streams, a fault every ~{self.fault_interval:g} s,"
+            f" seed {self.seed}")
+        self.start_gattbridge()
+        self.notify.wait_for("READY", "1", 30)
+        self.world.wait_online(timeout=90)
+        self.t_start = time.monotonic()
+        for path in ("fd", "sig"):
+            self.start_stream(path)
+        end = self.t_start + self.duration
+        next_fault = self.t_start + self.fault_interval * self.rng.uniform(0.7, 1.3)
+        next_cmd = self.t_start + 1
+        next_rss = self.t_start
+        rotation: list[str] = []
+        while time.monotonic() < end:
+            now = time.monotonic()
+            self.check_alive()
+            if now >= next_rss:
+                try:
+                    s = sample(self.gb.pid)
+                    self.rss.append((now - self.t_start, s.rss_kb, s.pss_kb))
+                except (FileNotFoundError, ProcessLookupError):
+                    pass
+                next_rss = now + 10
+            if now >= next_cmd:
+                self.send_command()
+                next_cmd = now + 1
+            if now >= next_fault and now < end - 15:
+                if not rotation:
+                    rotation = FAULTS[:]
+                    self.rng.shuffle(rotation)
+                self.fault(rotation.pop())
+                self.check_alive()
+                next_fault = time.monotonic() + self.fault_interval * self.rng.uniform(0.7, 1.3)
+            time.sleep(0.1)
+        for path in ("fd", "sig"):
+            self.halt_stream(path)
+        time.sleep(5)        # drain (QoS 1 in flight, the broker's queue)
+        self.check_alive()
+        return self.report()
+
+    def report(self) -> dict:
+        msgs = self.sub.since(0)
+        per_stream: dict[int, list[tuple[int, int, float]]] = {}
+        for t, topic, payload in msgs:
+            if topic.endswith("/stamp"):
+                try:
+                    sid, seq, sent = unstamp(bytes.fromhex(payload.decode()))
+                except ValueError:
+                    continue
+                per_stream.setdefault(sid, []).append((seq, sent, t))
+        produced = lost = lost_link = dups = reordered = 0
+        unexplained: list[dict] = []
+        for sid, info in self.streams.items():
+            got = per_stream.get(sid, [])
+            seqs = [g[0] for g in got]
+            unique = set(seqs)
+            dups += len(seqs) - len(unique)
+            reordered += sum(1 for a, b in zip(seqs, seqs[1:]) if b < a)
+            n = info["produced"] if info["produced"] is not None else (max(unique) + 1 if unique else 0)
+            produced += n
+            sent_at = {g[0]: g[1] / 1e9 - self.realtime_offset for g in got}
+            for missing in sorted(set(range(n)) - unique):
+                before = max((s for s in unique if s < missing), default=None)
+                after = min((s for s in unique if s > missing), default=None)
+                lo = sent_at.get(before, info["start"]) if before is not None else info["start"]
+                hi = sent_at.get(after, time.monotonic()) if after is not None else time.monotonic()
+                excused = any(start - 1.0 <= hi and lo <= stop for _, start, stop in self.windows)
+                if excused:
+                    lost_link += 1
+                else:
+                    lost += 1
+                    if len(unexplained) < 20:
+                        unexplained.append({"stream": sid, "seq": missing, "t": round(lo - self.t_start, 2)})
+        echoes = {p.decode("utf-8", "replace") for _, topic, p in msgs if topic == f"{BASE}/hm10/serial"}
+        rejected = [json.loads(p) for _, topic, p in msgs if topic == f"{BASE}/bridge/log"]
+        rejected_cmds = {r.get("topic") for r in rejected}
+        cmds_echoed = sum(1 for c in self.commands_sent if c in echoes)
+        missing_cmds = [{"command": c, "t": round(t - self.t_start, 1)} for c, t in self.commands_sent.items()
+                        if c not in echoes][:20]
+        rss = [r[1] for r in self.rss]
+        # Warm-up: the first quarter (at least 60 s), so one-off high-water marks (the first oversized command, the
+        # first reconnections) are not mistaken for growth.
+        warm = [r for r in self.rss if r[0] >= max(60.0, self.duration / 4)] or self.rss
+        first = statistics.median([r[1] for r in warm[:max(1, len(warm) // 10)]]) if warm else 0
+        last = statistics.median([r[1] for r in warm[-max(1, len(warm) // 10):]]) if warm else 0
+        result = {
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
+            "binary": str(gattbridge_binary()), "seed": self.seed, "duration_s": self.duration,
+            "rate_hz_per_stream": self.rate, "fault_interval_s": self.fault_interval,
+            "qos1_notifications": {"produced": produced, "received_unique": produced - lost - lost_link,
+                                   "lost": lost, "lost_with_the_link": lost_link, "duplicates": dups,
+                                   "reordered": reordered, "unexplained_examples": unexplained},
+            "commands": {"sent": len(self.commands_sent), "echoed": cmds_echoed,
+                         "not_echoed": len(self.commands_sent) - cmds_echoed, "not_echoed_examples": missing_cmds,
+                         "bridge_log_rejections": len(rejected)},
+            "faults": {k: {"count": len(v) + sum(1 for f in self.fault_log if f["kind"] == k and f.get("recovered") is False),
+                           "recovered": len(v),
+                           "recovery_s_median": round(statistics.median(v), 3) if v else None,
+                           "recovery_s_max": round(max(v), 3) if v else None} for k, v in self.recovery.items()},
+            "fault_log": self.fault_log,
+            "crashes": len(self.crashes), "crash_details": self.crashes,
+            "rss_kb": {"samples": len(rss), "min": min(rss, default=0), "max": max(rss, default=0),
+                       "first_after_warmup_median": first, "last_median": last,
+                       "growth_percent": round(100 * (last - first) / first, 1) if first else None,
+                       "series": [(round(t), r, p) for t, r, p in self.rss]},
+        }
+        growth = result["rss_kb"]["growth_percent"]
+        result["rss_flat"] = growth is not None and (growth <= 10 or last - first <= 1024)
+        not_recovered = [f for f in self.fault_log if f.get("recovered") is False]
+        result["pass"] = (result["crashes"] == 0 and lost == 0 and not not_recovered and result["rss_flat"])
+        _ = rejected_cmds
+        return result
+
+
+def print_report(r: dict) -> None:
+    q = r["qos1_notifications"]
+    c = r["commands"]
+    print(f"\ngattbridge soak — {r['date']} — {r['duration_s']:.0f} s, seed {r['seed']}, "
+          f"{r['machine']['cpu']}, {r['machine']['cores']} cores")
+    print(f"QoS 1 notifications: produced {q['produced']:,}, received {q['received_unique']:,}, lost {q['lost']} "
+          f"(+ {q['lost_with_the_link']} lost with the link at peripheral/BlueZoo deaths), duplicates "
+          f"{q['duplicates']}, reordered {q['reordered']}")
+    print(f"commands: sent {c['sent']}, echoed back {c['echoed']}, not echoed {c['not_echoed']} "
+          f"{c['not_echoed_examples'][:5]}; bridge/log rejections {c['bridge_log_rejections']}")
+    print("faults (count, recovered, recovery median / max):")
+    for k, v in r["faults"].items():
+        med = f"{v['recovery_s_median']:.3f} s / {v['recovery_s_max']:.3f} s" if v["recovered"] else "—"
+        print(f"  {k:<12} {v['count']:>3} {v['recovered']:>3}   {med}")
+    rs = r["rss_kb"]
+    print(f"crashes: {r['crashes']}")
+    print(f"RSS: {rs['min'] / 1024:.1f}–{rs['max'] / 1024:.1f} MiB over {rs['samples']} samples; after warm-up "
+          f"{rs['first_after_warmup_median'] / 1024:.1f} → {rs['last_median'] / 1024:.1f} MiB "
+          f"({rs['growth_percent']} %): {'flat' if r['rss_flat'] else 'GROWING'}")
+    print("PASS" if r["pass"] else "FAIL")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--duration", type=float, default=float(os.environ.get("SOAK_DURATION", 600)))
+    ap.add_argument("--rate", type=float, default=float(os.environ.get("SOAK_RATE", 20)))
+    ap.add_argument("--fault-interval", type=float, default=float(os.environ.get("SOAK_FAULT_INTERVAL", 20)))
+    ap.add_argument("--seed", type=int, default=int(os.environ.get("SOAK_SEED", time.time_ns() % 100000)))
+    ap.add_argument("--out-dir", default=str(REPO / ".bench"))
+    a = ap.parse_args()
+    soak = Soak(a.duration, a.rate, a.fault_interval, a.seed)
+    try:
+        result = soak.run()
+        if soak.gb is not None:
+            result["exit_code_on_sigterm"] = soak.gb.stop(10)
+    finally:
+        soak.sub.close()
+        soak.world.close()
+    print_report(result)
+    out = Path(a.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    text = json.dumps(result, indent=2)
+    (out / f"soak-{stamp}.json").write_text(text)
+    (out / "soak-latest.json").write_text(text)
+    print(f"JSON: {out / 'soak-latest.json'}")
+    return 0 if result["pass"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
