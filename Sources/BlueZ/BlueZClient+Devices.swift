@@ -72,9 +72,9 @@ extension BlueZClient {
     /// A Connected=false already in the mirror when this starts is not taken as failure: the Connect reply can
     /// overtake the Connected=true signal on its way through the mirror.
     public func waitUntilServicesResolved(device path: String, timeout: Duration = .seconds(30)) async throws(BlueZError) -> GattTree {
-        try await waitFor("services of \(path) to be resolved", timeout: timeout) { event -> WaitStep<GattTree> in
+        try await waitFor("services of \(path) to be resolved", timeout: timeout) { event -> WaitStep<Void> in
             guard let device = mirror.device(path) else { return .fail(.deviceNotFound(path)) }
-            if device.servicesResolved { return .done(mirror.gattTree(device: path)) }
+            if device.servicesResolved { return .done(()) }
             if case .deviceChanged(let changedDevice, let changed)? = event, changedDevice.path == path,
                changed.contains("Connected"), !changedDevice.connected {
                 return .fail(.notConnected)
@@ -82,5 +82,18 @@ extension BlueZClient {
             if case .bluezVanished? = event { return .fail(.bluezUnavailable) }
             return .pending
         }
+        // bluetoothd (gdbus) emits each object's signals from that object's own idle callback, so the device's
+        // PropertiesChanged(ServicesResolved=true) can reach us before the InterfacesAdded of the GATT objects it
+        // exported just before. Those objects are registered by then: a GetManagedObjects reply has them all.
+        let snapshot: [String: ObjectMirror.Interfaces]
+        do {
+            snapshot = try await connection.getManagedObjects(destination: BlueZNames.service, path: BlueZNames.root)
+        } catch {
+            throw BlueZError.from(error)
+        }
+        for (objectPath, interfaces) in snapshot where objectPath.hasPrefix(path + "/") {
+            emit(mirror.interfacesAdded(path: objectPath, interfaces: interfaces))
+        }
+        return mirror.gattTree(device: path)
     }
 }

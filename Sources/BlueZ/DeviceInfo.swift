@@ -30,7 +30,8 @@ public struct DeviceInfo: Sendable, Equatable {
         addressType = properties["AddressType"]?.string
         name = properties["Name"]?.string
         alias = properties["Alias"]?.string
-        rssi = properties["RSSI"]?.int
+        // 127 is HCI's "RSSI not available" (btvirt reports it); it is no reading.
+        rssi = properties["RSSI"]?.int.flatMap { $0 == 127 ? nil : $0 }
         txPower = properties["TxPower"]?.int
         uuids = (properties["UUIDs"]?.array ?? []).compactMap { $0.string.flatMap(BluetoothUUID.init) }
         serviceData = Self.parseServiceData(properties["ServiceData"])

@@ -48,6 +48,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--initial", default="00", help="led: initial state, 00 or 01")
     p.add_argument("--delimiter", default="\n", help="hm10: line delimiter")
     p.add_argument("--config", help="generic: JSON description or path to one")
+    p.add_argument("--readvertise", type=float, default=0.0, metavar="S",
+                   help="re-register the advertisement every S seconds while no central is connected (for "
+                        "btvirt's emulated controllers; 0: never)")
     a = p.parse_args(argv)
 
     opts = dict(name=a.name, acquire_notify=not a.no_acquire_notify, log_notify=a.log_notify,
@@ -68,6 +71,7 @@ def main(argv: list[str]) -> int:
     except (ValueError, KeyError, OSError) as exc:
         emit("error", message=f"bad peripheral description: {exc}")
         return 2
+    runner.readvertise = a.readvertise
     run(runner)
     return 0
 

@@ -18,7 +18,7 @@ import sys
 from typing import Any, Awaitable, Callable, Iterable, Optional
 
 from bench.dbus_util import (DBusError, Exported, Method, Property, call, emit_properties_changed,
-                             get_property, open_system_bus, subscribe)
+                             get_property, managed_objects, open_system_bus, subscribe)
 
 BLUEZ = "org.bluez"
 SERVICE_IFACE = "org.bluez.GattService1"
@@ -296,6 +296,12 @@ class PeripheralRunner:
       {"cmd":"notify","char":"2a37","value":"0648"}   send one notification
       {"cmd":"set","char":"2a19","value":"50"}        change the value without notifying
       {"cmd":"advertise","on":false}                   stop / restart advertising
+
+    `readvertise` > 0 (seconds) re-registers the advertisement that often while no central is connected to
+    our adapter. Off by default (BlueZoo reports advertisements on every scan tick). Real controllers emulated
+    by BlueZ's btvirt send an advertising report only at the moment advertising or scanning is switched on, so
+    without it a central that starts scanning, or starts its connect's passive scan, after we registered
+    would never hear from us.
     """
 
     APP_PATH = "/org/bench/app"
@@ -314,6 +320,8 @@ class PeripheralRunner:
         self._slots: list = []
         self._exports: list[Exported] = []
         self._om_slot = None
+        self.readvertise = 0.0
+        self._adv_lock = asyncio.Lock()
 
     def characteristic(self, uuid: str) -> Characteristic:
         u = full_uuid(uuid)
@@ -352,6 +360,8 @@ class PeripheralRunner:
                                            "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameOwnerChanged"))
         self._listen_stdin(loop)
         self._register_task = loop.create_task(self._register())
+        if self.readvertise > 0:
+            loop.create_task(self._readvertise_loop())
         await self._stop.wait()
         await self._shutdown()
 
@@ -376,10 +386,8 @@ class PeripheralRunner:
             except DBusError:
                 await asyncio.sleep(0.05)
         try:
-            await call(self.bus, BLUEZ, self.adapter_path, "org.bluez.GattManager1", "RegisterApplication",
-                       "oa{sv}", self.APP_PATH, {}, timeout=10)
-            await call(self.bus, BLUEZ, self.adapter_path, "org.bluez.LEAdvertisingManager1",
-                       "RegisterAdvertisement", "oa{sv}", self.ADV_PATH, {}, timeout=10)
+            await self._call_when_exported("org.bluez.GattManager1", "RegisterApplication", self.APP_PATH)
+            await self._call_when_exported("org.bluez.LEAdvertisingManager1", "RegisterAdvertisement", self.ADV_PATH)
         except DBusError as exc:
             emit("error", message=f"registration failed: {exc}")
             self._stop.set()
@@ -387,6 +395,51 @@ class PeripheralRunner:
         self.registered = True
         self.advertising = True
         emit("ready", adapter=self.adapter, address=address, name=self.advertisement.local_name)
+
+    async def _call_when_exported(self, interface: str, member: str, path: str, wait: float = 10.0) -> None:
+        """A registration call that waits for its interface: a (re)started bluetoothd exports Adapter1 first and
+        adds LEAdvertisingManager1 a moment later, once the controller's advertising features are read."""
+        deadline = asyncio.get_running_loop().time() + wait
+        while True:
+            try:
+                await call(self.bus, BLUEZ, self.adapter_path, interface, member, "oa{sv}", path, {}, timeout=10)
+                return
+            except DBusError as exc:
+                not_yet = exc.name in ("org.freedesktop.DBus.Error.UnknownMethod",
+                                       "org.freedesktop.DBus.Error.UnknownInterface",
+                                       "org.freedesktop.DBus.Error.UnknownObject")
+                if not not_yet or asyncio.get_running_loop().time() > deadline:
+                    raise
+            await asyncio.sleep(0.1)
+
+    async def _readvertise_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.readvertise)
+            async with self._adv_lock:
+                if not (self.registered and self.advertising):
+                    continue
+                try:
+                    if await self._central_connected():
+                        continue
+                    try:
+                        await call(self.bus, BLUEZ, self.adapter_path, "org.bluez.LEAdvertisingManager1",
+                                   "UnregisterAdvertisement", "o", self.ADV_PATH, timeout=5)
+                    except DBusError as exc:
+                        # A registration that failed last round (e.g. while the adapter powered off) left
+                        # nothing to unregister: register again all the same.
+                        if exc.name != "org.bluez.Error.DoesNotExist":
+                            raise
+                    await call(self.bus, BLUEZ, self.adapter_path, "org.bluez.LEAdvertisingManager1",
+                               "RegisterAdvertisement", "oa{sv}", self.ADV_PATH, {}, timeout=5)
+                except DBusError as exc:
+                    # Not an "error" event: bluetoothd may be restarting, and the next round tries again.
+                    emit("readvertise_failed", message=str(exc))
+
+    async def _central_connected(self) -> bool:
+        prefix = self.adapter_path + "/dev_"
+        objects = await managed_objects(self.bus, BLUEZ, "/", timeout=5)
+        return any(path.startswith(prefix) and ifaces.get("org.bluez.Device1", {}).get("Connected")
+                   for path, ifaces in objects.items())
 
     def _on_name_owner_changed(self, message) -> None:
         name, old, new = message.parse_to_tuple()
@@ -449,12 +502,18 @@ class PeripheralRunner:
         emit("done", cmd=kind, id=cmd.get("id"))
 
     async def _set_advertising(self, on: bool) -> None:
-        if on == self.advertising:
-            return
-        member = "RegisterAdvertisement" if on else "UnregisterAdvertisement"
-        args = ("oa{sv}", self.ADV_PATH, {}) if on else ("o", self.ADV_PATH)
-        await call(self.bus, BLUEZ, self.adapter_path, "org.bluez.LEAdvertisingManager1", member, *args)
-        self.advertising = on
+        async with self._adv_lock:
+            if on == self.advertising:
+                return
+            member = "RegisterAdvertisement" if on else "UnregisterAdvertisement"
+            args = ("oa{sv}", self.ADV_PATH, {}) if on else ("o", self.ADV_PATH)
+            try:
+                await call(self.bus, BLUEZ, self.adapter_path, "org.bluez.LEAdvertisingManager1", member, *args)
+            except DBusError as exc:
+                # Off is off: a re-registration that failed (see _readvertise_loop) left nothing registered.
+                if on or exc.name != "org.bluez.Error.DoesNotExist":
+                    raise
+            self.advertising = on
 
 
 class PeriodicNotifier:

@@ -19,15 +19,19 @@ log() { printf 'realbluez: %s\n' "$*" >&2; }
 # would otherwise autoload during the first power-on (over 9p, through a modprobe that does not match this
 # kernel) stalls HCI until its commands time out (`Opcode 0x0c03 failed: -110`). aes is built in.
 MODULES=(virtio_pci 9pnet_virtio 9p
-         jitterentropy_rng drbg ecb cmac af_alg algif_hash algif_skcipher ecdh_generic
+         drbg ecb cmac af_alg algif_hash algif_skcipher ecdh_generic
          bluetooth hci_vhci)
 
-kernel_package="${KERNEL_PACKAGE:-}"
-if [ -z "$kernel_package" ]; then
-    kernel_package="$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')"
+kernel_of_metapackage() {
+    apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'
+}
+kernel_package="${KERNEL_PACKAGE:-$(kernel_of_metapackage)}"
+if [ -z "$kernel_package" ]; then   # no package lists yet (a fresh machine)
+    if [ "$(id -u)" -eq 0 ]; then apt-get update -qq; else sudo apt-get update -qq; fi
+    kernel_package="$(kernel_of_metapackage)"
 fi
 if [ -z "$kernel_package" ]; then
-    log "cannot tell which kernel package linux-image-amd64 depends on (run apt-get update)"
+    log "cannot tell which kernel package linux-image-amd64 depends on"
     exit 1
 fi
 
