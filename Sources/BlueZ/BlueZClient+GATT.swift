@@ -50,12 +50,18 @@ extension BlueZClient {
     /// Subscribes to notifications/indications. With `preferAcquire` it tries `AcquireNotify` first (values then
     /// arrive on a socket, one `read()` each, no D-Bus traffic) and falls back to `StartNotify` when BlueZ or the
     /// peripheral refuses; BlueZ has no flag announcing AcquireNotify support, so trying is the only test.
+    ///
+    /// `onValue`, when given, takes the fd path's values synchronously on the D-Bus event-loop thread instead of
+    /// `values` (saving two thread hops per notification); it must be quick and must not block. `values` then only
+    /// finishes when the subscription ends. The signal path ignores `onValue` and yields to `values` as always, so a
+    /// caller draining `values` with the same handler works on both paths.
     public func subscribe(characteristic path: String, preferAcquire: Bool = true,
-                          timeout: Duration = .seconds(10)) async throws(BlueZError) -> NotificationSubscription {
+                          timeout: Duration = .seconds(10),
+                          onValue: (@Sendable ([UInt8]) -> Void)? = nil) async throws(BlueZError) -> NotificationSubscription {
         guard let info = mirror.characteristic(path) else { throw .characteristicNotFound(path) }
         if preferAcquire, info.notifyAcquired != true {
             do throws(BlueZError) {
-                return try await acquireNotify(info, timeout: timeout)
+                return try await acquireNotify(info, timeout: timeout, onValue: onValue)
             } catch let error where Self.fallsBackToStartNotify(error) {
                 logger.debug("AcquireNotify refused, using StartNotify", metadata: ["path": "\(path)", "error": "\(error)"])
             }
@@ -82,7 +88,8 @@ extension BlueZClient {
         return value
     }
 
-    private func acquireNotify(_ info: GattCharacteristicInfo, timeout: Duration) async throws(BlueZError) -> NotificationSubscription {
+    private func acquireNotify(_ info: GattCharacteristicInfo, timeout: Duration,
+                               onValue: (@Sendable ([UInt8]) -> Void)?) async throws(BlueZError) -> NotificationSubscription {
         let path = info.path
         let reply = try await serialized(path) { () async throws(BlueZError) in
             try await call(path, BlueZNames.gattCharacteristic, "AcquireNotify", [.stringDict([:])],
@@ -93,11 +100,12 @@ extension BlueZClient {
         }
         let mtu = reply.dropFirst().first?.int
         let (values, continuation) = AsyncStream<[UInt8]>.makeStream()
-        let reader = FDNotificationReader(loop: connection.loop, fd: fd, mtu: mtu ?? 517, continuation: continuation)
+        let reader = FDNotificationReader(loop: connection.loop, fd: fd, mtu: mtu ?? 517, continuation: continuation,
+                                           sink: onValue)
         continuation.onTermination = { _ in reader.stop() }
         reader.start()
         return NotificationSubscription(delivery: .fd, characteristicPath: path, mtu: mtu ?? info.mtu,
-                                        values: values, onStop: { reader.stop() })
+                                        values: values, deliversToSink: onValue != nil, onStop: { reader.stop() })
     }
 
     private func startNotify(_ info: GattCharacteristicInfo, timeout: Duration) async throws(BlueZError) -> NotificationSubscription {
@@ -122,7 +130,7 @@ extension BlueZClient {
             Task { await self?.endSignalSubscription(path, id) }
         }
         return NotificationSubscription(delivery: .signal, characteristicPath: path, mtu: info.mtu,
-                                        values: values, onStop: { [weak self] in await self?.endSignalSubscription(path, id) })
+                                        values: values, deliversToSink: false, onStop: { [weak self] in await self?.endSignalSubscription(path, id) })
     }
 
     /// Drops one signal-path subscriber; the last one still active sends StopNotify (best effort: after a

@@ -3,7 +3,8 @@ import Synchronization
 /// An active notification subscription on one characteristic.
 ///
 /// `values` ends when the subscription ends for any reason: `stop()`, the device disconnecting, the characteristic
-/// disappearing, bluetoothd going away, or BlueZ closing the acquired socket.
+/// disappearing, bluetoothd going away, or BlueZ closing the acquired socket. When `deliversToSink` is true, values
+/// went to the `onValue` sink given to `subscribe` (on the D-Bus loop thread) and `values` only finishes.
 public final class NotificationSubscription: Sendable {
     /// How values arrive: an `AcquireNotify` socket, or `PropertiesChanged` signals after `StartNotify`.
     public enum Delivery: String, Sendable, Equatable { case fd, signal }
@@ -13,16 +14,19 @@ public final class NotificationSubscription: Sendable {
     /// The MTU BlueZ returned with `AcquireNotify`, else the characteristic's MTU property if exported.
     public let mtu: Int?
     public let values: AsyncStream<[UInt8]>
+    /// True on the fd path with an `onValue` sink: values bypass `values`, which then only signals the end.
+    public let deliversToSink: Bool
 
     private let onStop: @Sendable () async -> Void
     private let stopped = Atomic(false)
 
     init(delivery: Delivery, characteristicPath: String, mtu: Int?, values: AsyncStream<[UInt8]>,
-         onStop: @escaping @Sendable () async -> Void) {
+         deliversToSink: Bool = false, onStop: @escaping @Sendable () async -> Void) {
         self.delivery = delivery
         self.characteristicPath = characteristicPath
         self.mtu = mtu
         self.values = values
+        self.deliversToSink = deliversToSink
         self.onStop = onStop
     }
 

@@ -164,7 +164,7 @@ private let quietLogger: Logger = {
         #expect(await eventually { !client.isConnected })
         let start = ContinuousClock.now
         await client.shutdown(finalMessages: [MQTTMessage(topic: "x/state", string: "offline")], timeout: .seconds(1))
-        #expect(ContinuousClock.now - start < .seconds(2))
+        #expect(ContinuousClock.now - start < .seconds(10), "shutdown must not wait for an acknowledgement that cannot come")
         #expect(await client.loopIsAlive() == false)
     }
 

@@ -104,3 +104,50 @@ final class TextState: Sendable {
         }
     }
 }
+
+/// Feeds one notify subscription's values to its channel's publisher, straight from the thread that read them (the
+/// D-Bus loop thread on the fd path). Values that arrive before the session has accepted the subscription (other
+/// channels still subscribing) are held and published first on `open()`, in order; after `close()` (the subscription
+/// was rejected as stale) nothing more is published.
+final class NotificationGate: Sendable {
+    private enum Phase {
+        case holding([[UInt8]])
+        case open
+        case closed
+    }
+
+    private let publisher: ChannelPublisher
+    /// Held while publishing, so a value read during `open()` cannot overtake the held ones.
+    private let phase = Mutex(Phase.holding([]))
+
+    init(publisher: ChannelPublisher) {
+        self.publisher = publisher
+    }
+
+    func deliver(_ value: [UInt8]) {
+        phase.withLock { phase in
+            switch phase {
+            case .open:
+                publisher.publish(value)
+            case .holding(var held):
+                phase = .closed             // drop the enum's reference so the append does not copy
+                held.append(value)
+                phase = .holding(held)
+            case .closed:
+                break
+            }
+        }
+    }
+
+    func open() {
+        phase.withLock { phase in
+            guard case .holding(let held) = phase else { return }
+            phase = .open
+            for value in held { publisher.publish(value) }
+        }
+    }
+
+    func close() {
+        phase.withLock { $0 = .closed }
+    }
+}

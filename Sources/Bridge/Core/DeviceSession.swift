@@ -357,34 +357,49 @@ actor DeviceSession {
 
     private func subscribe(_ generation: SessionGeneration) {
         let notifyChannels = config.channels.filter { mode(of: $0) == .notify }
-        let targets = notifyChannels.compactMap { channel in resolved[channel.name].map { (channel, $0.path) } }
+        let targets = notifyChannels.compactMap { channel -> (ChannelConfig, String, NotificationGate)? in
+            guard let info = resolved[channel.name], let publisher = publishers[channel.name] else { return nil }
+            return (channel, info.path, NotificationGate(publisher: publisher))
+        }
         spawn { session in
-            var subscribed: [(ChannelConfig, NotificationSubscription)] = []
+            var subscribed: [(ChannelConfig, NotificationSubscription, NotificationGate)] = []
             do throws(BlueZError) {
-                for (channel, path) in targets {
-                    let subscription = try await session.ctx.bluez.subscribe(characteristic: path)
-                    subscribed.append((channel, subscription))
+                for (channel, path, gate) in targets {
+                    // The hot path: on the fd path each value is decoded and published on the D-Bus loop thread that
+                    // read it (one decode, one publish), instead of crossing to a Swift executor thread first.
+                    let subscription = try await session.ctx.bluez.subscribe(characteristic: path,
+                                                                             onValue: { gate.deliver($0) })
+                    subscribed.append((channel, subscription, gate))
                 }
                 await session.subscribed(subscribed, generation)
             } catch {
-                for (_, subscription) in subscribed { await subscription.stop() }
+                for (_, subscription, gate) in subscribed {
+                    gate.close()
+                    await subscription.stop()
+                }
                 await session.deliver(.failure(FailureKind(error, stage: .subscribe), generation))
             }
         }
     }
 
-    private func subscribed(_ list: [(ChannelConfig, NotificationSubscription)], _ generation: SessionGeneration) {
+    private func subscribed(_ list: [(ChannelConfig, NotificationSubscription, NotificationGate)],
+                            _ generation: SessionGeneration) {
         guard machine.generation == generation, machine.state == .subscribing else {
-            for (_, subscription) in list { Task { await subscription.stop() } }
+            for (_, subscription, gate) in list {
+                gate.close()
+                Task { await subscription.stop() }
+            }
             return
         }
-        for (channel, subscription) in list {
+        for (channel, subscription, gate) in list {
             logger.debug("channel \(channel.name) subscribed via \(subscription.delivery.rawValue)")
             subscriptions.append(subscription)
+            gate.open()
             guard let publisher = publishers[channel.name] else { continue }
-            // The hot path: off the actor, one decode and one publish per notification.
+            // On the fd path the values already went to the gate and the stream only ends; on the signal path it
+            // carries them (off the actor, one decode and one publish each). Either way its end is the session's cue.
             pumps.append(Task.detached {
-                for await value in subscription.values { publisher.publish(value) }
+                for await value in subscription.values { gate.deliver(value) }
                 publisher.flush()
                 await self.subscriptionEnded(generation, channel: channel.name)
             })
