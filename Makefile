@@ -60,6 +60,7 @@ test: setup
 	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/integration -q $(PYTEST_ARGS)
 	bash scripts/check-unit.sh
 	$(MAKE) fuzz-smoke
+	$(MAKE) test-realbluez
 
 # gattbridge against the real bluetoothd and kernel in a QEMU guest (docs/REAL-BLUEZ.md): about 2–4 minutes.
 .PHONY: test-realbluez
@@ -129,8 +130,8 @@ SOAK_ARGS     ?=
 
 .PHONY: bench-build bench soak fuzz fuzz-smoke
 
-bench-build:
-	$(SWIFT) build -c release --static-swift-stdlib -Xlinker -s --scratch-path $(BENCH_BUILD)
+bench-build: release-prep
+	$(SWIFT) build $(RELEASE_FLAGS) -Xlinker -s --scratch-path $(BENCH_BUILD)
 
 # Table on stdout, JSON in .bench/latest.json. BENCH_ARGS=--quick for a short smoke run of the benchmark itself.
 bench: setup bench-build

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Glibc
 
-@main
+/// The root command; `Entry` is the process entry point.
 struct GattBridge: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gattbridge",
@@ -20,7 +20,7 @@ struct GattBridge: AsyncParsableCommand {
 
     /// ArgumentParser's own `main` prints usage errors over several lines; here every error is one line on stderr
     /// ("gattbridge: …") with the SPEC §1 exit code, while help and version still go to stdout.
-    static func main() async {
+    static func execute() async -> Never {
         let code: Int32
         do {
             var command = try parseAsRoot()

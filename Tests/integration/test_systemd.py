@@ -142,6 +142,14 @@ def start_daemon(run_gattbridge, config: Path, notify: TimedListener, watchdog_u
     return proc
 
 
+def wait_online(mqtt, device: str, timeout: float = 30):
+    """Availability `online` and then the `connected` event: the bridge publishes them in that order, so a mark taken
+    after availability alone could still see the event arrive after it."""
+    mqtt.wait_for(f"{BASE}/{device}/availability", "online", timeout=timeout)
+    mqtt.wait_for(f"{BASE}/bridge/event", lambda m: m.json().get("type") == "connected" and m.json().get("device") == device,
+                  timeout=timeout)
+
+
 def events(mqtt, device: str, since: int = 0) -> list[str]:
     """The `type`s of B/bridge/event messages about `device`."""
     out = []
@@ -244,7 +252,7 @@ def test_outages_of_broker_bluetoothd_and_device_do_not_stop_the_watchdog(run_ga
     hrm = peripheral("heart_rate")
     config = write_config(tmp_path / "config.yaml", mosquitto.port, ["heart_rate"])
     proc = start_daemon(run_gattbridge, config, notify)
-    mqtt.wait_for(f"{BASE}/strap/availability", "online", timeout=30)
+    wait_online(mqtt, "strap")
     assert_pets_continue(notify, 3, "while everything is up")
 
     hrm.kill()
@@ -291,7 +299,7 @@ def test_sigterm_sends_stopping_then_offline_and_exits_0_within_5s(run_gattbridg
     peripheral("heart_rate")
     config = write_config(tmp_path / "config.yaml", mosquitto.port, ["heart_rate"])
     proc = start_daemon(run_gattbridge, config, notify)
-    mqtt.wait_for(f"{BASE}/strap/availability", "online", timeout=30)
+    wait_online(mqtt, "strap")
     mqtt.wait_for(f"{BASE}/bridge/state", "online")
 
     mark, mqtt_mark = notify.mark(), mqtt.mark()
@@ -322,8 +330,8 @@ def test_sighup_reload_keeps_unchanged_devices_starts_new_and_clears_removed(run
     peripheral("hm10")
     config = write_config(tmp_path / "config.yaml", mosquitto.port, ["heart_rate", "led"])
     proc = start_daemon(run_gattbridge, config, notify)
-    mqtt.wait_for(f"{BASE}/strap/availability", "online", timeout=30)
-    mqtt.wait_for(f"{BASE}/lamp/availability", "online", timeout=30)
+    wait_online(mqtt, "strap")
+    wait_online(mqtt, "lamp")
     mqtt.wait_for(f"{BASE}/lamp/led", "OFF", timeout=10)
     hrm.wait_for({"event": "subscribed", "char": "2a37"})
 
@@ -367,7 +375,7 @@ def test_sighup_with_a_bad_config_keeps_the_running_one(run_gattbridge, mosquitt
     hrm = peripheral("heart_rate", rate=5)
     config = write_config(tmp_path / "config.yaml", mosquitto.port, ["heart_rate"])
     proc = start_daemon(run_gattbridge, config, notify)
-    mqtt.wait_for(f"{BASE}/strap/availability", "online", timeout=30)
+    wait_online(mqtt, "strap")
 
     config.write_text(config.read_text() + "  - name: strap\n    adress: nowhere\n")
     mark, mqtt_mark, hrm_mark, err_mark = notify.mark(), mqtt.mark(), hrm.mark(), len(proc.stderr_lines)
@@ -399,7 +407,7 @@ def test_sighup_with_new_mqtt_settings_reconnects_the_client(run_gattbridge, ben
     hrm = peripheral("heart_rate", rate=5)
     config = write_config(tmp_path / "config.yaml", mosquitto.port, ["heart_rate"])
     proc = start_daemon(run_gattbridge, config, notify)
-    mqtt.wait_for(f"{BASE}/strap/availability", "online", timeout=30)
+    wait_online(mqtt, "strap")
 
     second = bench.mosquitto()
     watcher = bench.mqtt_client(second)

@@ -1,0 +1,194 @@
+"""Regenerates scripts/release/symbol-order.txt, the order `make release` gives the linker for the daemon's functions.
+
+Why: the release binary has 12 MB of code, and the daemon runs about 1 MB of it, spread over the whole file. Every
+page the kernel maps for it (64 KB at a time, fault-around) stays resident, so without an order the idle daemon keeps
+~7.5 MB of code mapped; with the functions it runs packed together, ~4.5 MB. A stale list is harmless (new functions
+just keep their default place); regenerate it when the daemon's code changed a lot.
+
+How: runs an unstripped release binary under valgrind's callgrind against the simulated bench (the three demo
+peripherals, mosquitto, `gattbridge run -c config/demo.yaml`), exercises commands and reads, stops it with SIGTERM,
+and lists every function of the binary that ran, most expensive first. Names that live in large input sections
+(the toolchain's static libraries are not compiled one function per section) are left out: the linker would move
+the whole section, and local helpers such as `__swift_instantiateConcreteTypeFromMangledName` share one name across
+objects, so one of them could drag a big unrelated section into the hot pages.
+
+    .venv/bin/python scripts/release/symbol_order.py [--binary PATH] [--seconds 60]
+
+Without --binary (and its linker --map) it builds one with `make release`'s flags, not stripped, in
+.build-symbol-order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+OUTPUT = REPO / "scripts/release/symbol-order.txt"
+SCRATCH = REPO / ".build-symbol-order"
+
+
+def build() -> tuple[Path, Path]:
+    # `make release`'s flags without -s: callgrind needs the symbol table.
+    make = ["make", "-s", "--no-print-directory", "-C", str(REPO)]
+    subprocess.run(make + ["release-prep"], check=True)
+    flags = subprocess.run(make + ["print-release-flags"], check=True, capture_output=True, text=True).stdout.split()
+    link_map = SCRATCH / "gattbridge.map"
+    subprocess.run(["swift", "build", *flags, "-Xlinker", f"-Map={link_map}", "--scratch-path", str(SCRATCH)],
+                   cwd=REPO, check=True)
+    return SCRATCH / "release/gattbridge", link_map
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    sys.exit(f"symbol_order: timed out waiting for {what}")
+
+
+def profile(binary: Path, seconds: int, work: Path) -> Path:
+    port = free_port()
+    (work / "mosquitto.conf").write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+    processes: list[subprocess.Popen] = []
+
+    def start(args, log: str, **kwargs) -> subprocess.Popen:
+        with open(work / log, "w") as out:
+            process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, **kwargs)
+        processes.append(process)
+        return process
+
+    output = work / "callgrind.out"
+    try:
+        start(["mosquitto", "-c", str(work / "mosquitto.conf")], "mosquitto.log")
+        env_file = work / "bench.env"
+        start([str(REPO / ".venv/bin/python"), "-m", "bench", "--env-file", str(env_file)], "bench.log", cwd=REPO)
+        wait_for(lambda: env_file.exists() and env_file.stat().st_size > 0, 30, "the bench")
+        env = dict(os.environ)
+        for line in env_file.read_text().splitlines():
+            key, _, value = line.partition("=")
+            env[key] = value
+        config = (REPO / "config/demo.yaml").read_text()
+        (work / "demo.yaml").write_text(re.sub(r"(?m)^  port: .*$", f"  port: {port}", config))
+
+        availability = work / "availability.txt"
+        start(["mosquitto_sub", "-p", str(port), "-v", "-t", "gattbridge/+/availability"], "availability.txt")
+        daemon = start(["valgrind", "-q", "--tool=callgrind", f"--callgrind-out-file={output}", "--dump-instr=no",
+                        "--demangle=no", str(binary), "run", "-c", str(work / "demo.yaml"), "--log-level", "info"],
+                       "gattbridge.log", env=env)
+        wait_for(lambda: availability.read_text().count(" online") >= 3, 180, "three devices online")
+
+        def publish(topic: str, message: str | None) -> None:
+            args = ["mosquitto_pub", "-p", str(port), "-t", f"gattbridge/{topic}"]
+            subprocess.run(args + (["-m", message] if message is not None else ["-n"]), check=True)
+
+        # The command paths: a write with response, a write without, an on-demand read.
+        for topic, message in [("desk-led/led/set", "ON"), ("hm10/serial/set", "hello hm10"),
+                               ("heart-rate-strap/battery/get", None), ("desk-led/led/set", "OFF")]:
+            publish(topic, message)
+            time.sleep(2)
+        time.sleep(seconds)
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(timeout=120)
+    finally:
+        for process in reversed(processes):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+    return output
+
+
+def executed_functions(callgrind_output: Path, binary: Path) -> list[str]:
+    """Functions of `binary` with a cost in the callgrind profile, most expensive first."""
+    names: dict[str, str] = {}
+    objects: dict[str, str] = {}
+
+    def resolve(text: str, table: dict[str, str]) -> str | None:
+        match = re.match(r"\((\d+)\)(?: (.*))?", text)
+        if not match:
+            return text
+        if match.group(2) is not None:
+            table[match.group(1)] = match.group(2)
+        return table.get(match.group(1))
+
+    cost: collections.Counter[str] = collections.Counter()
+    in_binary: set[str] = set()
+    current_object, current = None, None
+    for line in callgrind_output.read_text().splitlines():
+        if line.startswith("ob="):
+            current_object = resolve(line[3:], objects)
+        elif line.startswith("fn="):
+            # callgrind tells recursion levels apart as name'2, name'3...
+            current = re.sub(r"'\d+$", "", resolve(line[3:], names) or "")
+            if current_object and Path(current_object).resolve() == binary.resolve():
+                in_binary.add(current)
+                cost[current] += 0
+        elif line.startswith("cob="):
+            resolve(line[4:], objects)
+        elif line.startswith("cfn="):
+            resolve(line[4:], names)
+        elif line[:1].isdigit() and current in in_binary:
+            fields = line.split()
+            if len(fields) >= 2:
+                cost[current] += int(fields[1])
+    return [name for name, _ in cost.most_common() if name in in_binary]
+
+
+def in_large_sections(link_map: Path, limit: int = 32 * 1024) -> set[str]:
+    """Names defined in an input section larger than `limit`: code that was not compiled one function per section
+    (the toolchain's static libraries). Ordering such a name moves the whole section, mostly code that never runs;
+    local helpers share their name across objects, so one of them can drag in a big unrelated section."""
+    large: set[str] = set()
+    section_size = 0
+    for line in link_map.read_text(errors="replace").splitlines():
+        fields = line.split(None, 4)
+        if len(fields) < 5 or not re.fullmatch(r"[0-9a-f]+", fields[0]):
+            continue
+        if ":(" in fields[4]:
+            section_size = int(fields[2], 16)
+        elif fields[3] == "1" and section_size > limit:   # a symbol line (alignment column 1) inside that section
+            large.add(fields[4].strip())
+    return large
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--binary", type=Path, help="an unstripped release gattbridge (default: build one)")
+    parser.add_argument("--map", type=Path, help="the linker map (-Map) of --binary")
+    parser.add_argument("--seconds", type=int, default=60, help="idle time after the commands (polls, keepalives)")
+    options = parser.parse_args()
+    if options.binary and not options.map:
+        parser.error("--binary needs --map")
+    binary, link_map = (options.binary, options.map) if options.binary else build()
+    with tempfile.TemporaryDirectory(prefix="gattbridge-symbol-order.") as directory:
+        output = profile(binary, options.seconds, Path(directory))
+        functions = executed_functions(output, binary)
+    large = in_large_sections(link_map)
+    order = [name for name in functions if name not in large]
+    OUTPUT.write_text("".join(name + "\n" for name in order))
+    print(f"symbol_order: {len(order)} functions ({len(functions) - len(order)} in large sections left out) "
+          f"-> {OUTPUT.relative_to(REPO)}")
+
+
+if __name__ == "__main__":
+    main()
