@@ -640,9 +640,33 @@ class SdNotifyListener:
             except OSError:
                 return
             fields = dict(line.split("=", 1) for line in data.decode(errors="replace").splitlines() if "=" in line)
+            fields["_t"] = time.monotonic()     # arrival time: orders datagrams against MQTT, measures pet intervals
             with self._cond:
                 self.messages.append(fields)
                 self._cond.notify_all()
+
+    def mark(self) -> int:
+        with self._cond:
+            return len(self.messages)
+
+    def since(self, index: int, key: Optional[str] = None) -> list[dict]:
+        with self._cond:
+            return [m for m in self.messages[index:] if key is None or key in m]
+
+    def wait_for_match(self, predicate: Callable[[dict], bool], timeout: float = 10.0, since: int = 0) -> dict:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for m in self.messages[since:]:
+                    if predicate(m):
+                        return m
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"no matching sd_notify message within {timeout}s; got {self.messages[-8:]}")
+                self._cond.wait(min(left, 0.2))
+
+    def wait_status(self, text: str, timeout: float = 15.0, since: int = 0) -> dict:
+        return self.wait_for_match(lambda m: text in m.get("STATUS", ""), timeout, since)
 
     def wait_for(self, key: str, value: Optional[str] = None, timeout: float = 10.0, since: int = 0) -> dict:
         deadline = time.monotonic() + timeout
