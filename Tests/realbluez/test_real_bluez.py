@@ -43,7 +43,8 @@ def test_scan_json_finds_the_simulated_peripherals(peripherals, gattbridge):
         assert d["name"] == name
         assert d["address_type"] == "public"
         assert set(services) <= set(d["services"]), d
-        assert isinstance(d["rssi"], int)   # real BlueZ reports an RSSI (btvirt's is constant)
+        # btvirt reports RSSI 127, HCI's "not available", which gattbridge shows as null (unknown).
+        assert d["rssi"] is None or isinstance(d["rssi"], int)
 
 
 def test_inspect_prints_the_gatt_trees(peripherals, gattbridge):
