@@ -473,6 +473,17 @@ class Peripheral:
 
 # --- MQTT -----------------------------------------------------------------------------------------------------
 
+def persistent_broker_config(directory: Path) -> str:
+    """mosquitto settings (for `Mosquitto(extra_config=…)`) that keep sessions and queued messages over a restart, so
+    a subscriber with a persistent session misses nothing published while it was reconnecting. The database is
+    saved every second and at shutdown (`Mosquitto.saved_database` tells whether that worked)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    # `user root`: mosquitto started as root drops to user "mosquitto", which cannot reach into private temporary
+    # directories: every save then fails ("Permission denied" in its log), a restart forgets every session, and
+    # messages published before a subscriber re-subscribes are lost on the broker's side.
+    return f"persistence true\npersistence_location {directory}/\nautosave_interval 1\nuser root\n"
+
+
 class Mosquitto:
     """A real mosquitto broker on 127.0.0.1 (free port, anonymous, no persistence)."""
 
@@ -517,6 +528,11 @@ class Mosquitto:
     @property
     def running(self) -> bool:
         return self.process is not None and self.process.running
+
+    def saved_database(self) -> bool:
+        """False when this broker's log says a save of its persistence database failed (see
+        `persistent_broker_config`)."""
+        return self.process is None or "Error saving in-memory database" not in self.process.stderr
 
 
 class Message:

@@ -174,14 +174,6 @@ def wait_log(mqtt, bridge: Bridge, topic: str, timeout: float = 10.0, since: int
 
 # --- a subscriber that survives broker restarts -----------------------------------------------------------------
 
-def persistent_broker_config(directory: Path) -> str:
-    """mosquitto settings (for Bench.mosquitto(extra_config=…)) that keep sessions and queued messages over a
-    restart, so a test subscriber misses nothing published while it was reconnecting."""
-    directory.mkdir(parents=True, exist_ok=True)
-    # `user root`: mosquitto started as root drops to user "mosquitto", which cannot write into pytest's tmp dirs.
-    return f"persistence true\npersistence_location {directory}/\nautosave_interval 1\nuser root\n"
-
-
 def persistent_subscriber(bench, broker, topics: Iterable[str]):
     """A bench MqttClient whose MQTT 5 session (subscriptions + queued QoS ≥ 1 messages) outlives disconnects."""
     from paho.mqtt.packettypes import PacketTypes

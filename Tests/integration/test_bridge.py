@@ -11,11 +11,11 @@ import time
 
 import pytest
 
+from bench.bench import persistent_broker_config
 from bench.peripherals import heart_rate, hm10, led
 
 from bridge_helpers import (BASE, assert_consecutive, channel, device, heart_rate_index, heart_rate_payload,
-                            persistent_broker_config, persistent_subscriber, start_bridge, wait_log,
-                            without_redeliveries)
+                            persistent_subscriber, start_bridge, wait_log, without_redeliveries)
 
 STRAP = "C0:FF:EE:00:02:01"
 SERIAL = "C0:FF:EE:00:02:02"
@@ -509,6 +509,7 @@ def test_broker_restart_loses_no_qos1_message(run_gattbridge, bench, peripheral,
     for _ in range(2):
         wait_until(caught_up, 40, "the subscriber never caught up with the counter")
         broker.stop()
+        assert broker.saved_database(), "the broker lost its sessions: the test would count its losses against us"
         down_at = sent()
         wait_until(lambda: sent() >= down_at + 60, 10, "the counter stopped notifying")   # ≥ 3 s of outage
         broker.start()
