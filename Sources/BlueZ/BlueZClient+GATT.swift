@@ -51,10 +51,10 @@ extension BlueZClient {
     /// arrive on a socket, one `read()` each, no D-Bus traffic) and falls back to `StartNotify` when BlueZ or the
     /// peripheral refuses; BlueZ has no flag announcing AcquireNotify support, so trying is the only test.
     ///
-    /// `onValue`, when given, takes the fd path's values synchronously on the D-Bus event-loop thread instead of
-    /// `values` (saving two thread hops per notification); it must be quick and must not block. `values` then only
-    /// finishes when the subscription ends. The signal path ignores `onValue` and yields to `values` as always, so a
-    /// caller draining `values` with the same handler works on both paths.
+    /// `onValue`, when given, takes the values synchronously on the D-Bus event-loop thread instead of `values`
+    /// (saving the thread hops through the actor and the caller's task); it must be quick and must not block.
+    /// `values` then only finishes when the subscription ends. On the signal path the PropertiesChanged signals that
+    /// carry only a value are consumed there and never reach the actor; others (rare) still update the mirror.
     public func subscribe(characteristic path: String, preferAcquire: Bool = true,
                           timeout: Duration = .seconds(10),
                           onValue: (@Sendable ([UInt8]) -> Void)? = nil) async throws(BlueZError) -> NotificationSubscription {
@@ -66,7 +66,7 @@ extension BlueZClient {
                 logger.debug("AcquireNotify refused, using StartNotify", metadata: ["path": "\(path)", "error": "\(error)"])
             }
         }
-        return try await startNotify(info, timeout: timeout)
+        return try await startNotify(info, timeout: timeout, onValue: onValue)
     }
 
     static func fallsBackToStartNotify(_ error: BlueZError) -> Bool {
@@ -108,13 +108,29 @@ extension BlueZClient {
                                         values: values, deliversToSink: onValue != nil, onStop: { reader.stop() })
     }
 
-    private func startNotify(_ info: GattCharacteristicInfo, timeout: Duration) async throws(BlueZError) -> NotificationSubscription {
+    private func startNotify(_ info: GattCharacteristicInfo, timeout: Duration,
+                             onValue: (@Sendable ([UInt8]) -> Void)?) async throws(BlueZError) -> NotificationSubscription {
         let path = info.path
         let (values, continuation) = AsyncStream<[UInt8]>.makeStream()
-        // BlueZ keeps one notify session per client and characteristic: only the first local subscriber starts it.
-        let alreadyStarted = signalSinks[path]?.isEmpty == false
         // Registered before StartNotify so the first value cannot slip past.
-        let id = addSink(path, continuation)
+        var tap: SignalTap?
+        if let onValue {
+            let untapped = untappedPaths
+            tap = await connection.tap(MatchRule(sender: BlueZNames.service, interface: BlueZNames.properties,
+                                                 member: "PropertiesChanged", path: path,
+                                                 arg0: BlueZNames.gattCharacteristic)) { message in
+                guard let change = PropertiesChanged(message), let value = change.changed["Value"]?.bytes else {
+                    return false
+                }
+                onValue(value)
+                return change.changed.count == 1 && change.invalidated.isEmpty
+                    && !untapped.contains(path)
+            }
+        }
+        // BlueZ keeps one notify session per client and characteristic: only the first local subscriber starts it.
+        // (Read after the tap's await, so a subscriber that came in meanwhile counts.)
+        let alreadyStarted = signalSinks[path]?.isEmpty == false
+        let id = addSink(path, continuation, tap: tap)
         if !alreadyStarted {
             do throws(BlueZError) {
                 try await serialized(path) { () async throws(BlueZError) in
@@ -130,7 +146,7 @@ extension BlueZClient {
             Task { await self?.endSignalSubscription(path, id) }
         }
         return NotificationSubscription(delivery: .signal, characteristicPath: path, mtu: info.mtu,
-                                        values: values, deliversToSink: false, onStop: { [weak self] in await self?.endSignalSubscription(path, id) })
+                                        values: values, deliversToSink: onValue != nil, onStop: { [weak self] in await self?.endSignalSubscription(path, id) })
     }
 
     /// Drops one signal-path subscriber; the last one still active sends StopNotify (best effort: after a

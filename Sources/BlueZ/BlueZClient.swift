@@ -1,6 +1,7 @@
 import Bluetooth
 import DBus
 import Logging
+import Synchronization
 
 /// A client of bluetoothd: a live mirror of `org.bluez`'s objects plus the operations the bridge and CLI need.
 ///
@@ -18,7 +19,11 @@ public actor BlueZClient {
     let broadcaster = EventBroadcaster<BlueZEvent>()
     let operations = DeviceOperationQueue()
     /// StartNotify subscribers: characteristic path → subscriber id → stream.
-    var signalSinks: [String: [UInt64: AsyncStream<[UInt8]>.Continuation]] = [:]
+    var signalSinks: [String: [UInt64: SignalSink]] = [:] {
+        didSet { untappedPaths.set(Set(signalSinks.filter { $0.value.values.contains { $0.tap == nil } }.keys)) }
+    }
+    /// Paths with a sink that needs the actor's copy of each value: taps must not consume their signals.
+    let untappedPaths = SharedPathSet()
     var nextSinkID: UInt64 = 0
     private var tasks: [Task<Void, Never>] = []
 
@@ -156,7 +161,7 @@ public actor BlueZClient {
             guard let change = PropertiesChanged(message) else { return }
             if change.interface == BlueZNames.gattCharacteristic, let value = change.changed["Value"]?.bytes,
                let sinks = signalSinks[change.path] {
-                for sink in sinks.values { sink.yield(value) }
+                for sink in sinks.values where sink.tap == nil { sink.continuation.yield(value) }
             }
             emit(mirror.propertiesChanged(path: change.path, interface: change.interface,
                                           changed: change.changed, invalidated: change.invalidated))
@@ -188,30 +193,30 @@ public actor BlueZClient {
 
     // MARK: Signal-path notification sinks
 
-    func addSink(_ path: String, _ continuation: AsyncStream<[UInt8]>.Continuation) -> UInt64 {
+    func addSink(_ path: String, _ continuation: AsyncStream<[UInt8]>.Continuation, tap: SignalTap? = nil) -> UInt64 {
         nextSinkID += 1
-        signalSinks[path, default: [:]][nextSinkID] = continuation
+        signalSinks[path, default: [:]][nextSinkID] = SignalSink(continuation: continuation, tap: tap)
         return nextSinkID
     }
 
     /// Removes one sink; true when it was still registered.
     func removeSink(_ path: String, _ id: UInt64) -> Bool {
-        guard let continuation = signalSinks[path]?.removeValue(forKey: id) else { return false }
+        guard let sink = signalSinks[path]?.removeValue(forKey: id) else { return false }
         if signalSinks[path]?.isEmpty == true { signalSinks[path] = nil }
-        continuation.finish()
+        sink.end()
         return true
     }
 
     private func endSinks(under path: String) {
         for sinkPath in signalSinks.keys where ObjectPath.isDescendant(sinkPath, of: path) {
-            for continuation in signalSinks.removeValue(forKey: sinkPath)!.values { continuation.finish() }
+            for sink in signalSinks.removeValue(forKey: sinkPath)!.values { sink.end() }
         }
     }
 
     private func endAllSinks() {
         let all = signalSinks
         signalSinks = [:]
-        for sinks in all.values { for continuation in sinks.values { continuation.finish() } }
+        for sinks in all.values { for sink in sinks.values { sink.end() } }
     }
 
     // MARK: Helpers for the operation extensions
@@ -285,5 +290,26 @@ public actor BlueZClient {
         }
         if Task.isCancelled { throw .cancelled }
         throw .timeout(what)
+    }
+}
+
+/// A set of object paths written by the actor and read by taps on the D-Bus loop thread.
+final class SharedPathSet: Sendable {
+    private let paths = Mutex<Set<String>>([])
+
+    func set(_ newValue: Set<String>) { paths.withLock { $0 = newValue } }
+
+    func contains(_ path: String) -> Bool { paths.withLock { $0.contains(path) } }
+}
+
+/// One signal-path subscriber. With a `tap`, values go to its handler on the D-Bus loop thread and `continuation`
+/// only signals the end; without, the actor yields each value to `continuation`.
+struct SignalSink {
+    var continuation: AsyncStream<[UInt8]>.Continuation
+    var tap: SignalTap?
+
+    func end() {
+        tap?.cancel()
+        continuation.finish()
     }
 }

@@ -14,7 +14,7 @@ public final class NotificationSubscription: Sendable {
     /// The MTU BlueZ returned with `AcquireNotify`, else the characteristic's MTU property if exported.
     public let mtu: Int?
     public let values: AsyncStream<[UInt8]>
-    /// True on the fd path with an `onValue` sink: values bypass `values`, which then only signals the end.
+    /// True with an `onValue` sink: values bypass `values`, which then only signals the end.
     public let deliversToSink: Bool
 
     private let onStop: @Sendable () async -> Void

@@ -16,6 +16,14 @@ extension ConnectionCore {
         var matchAdded = false
     }
 
+    /// A handler run on the loop thread for signals matching `rule`, ahead of the async subscriptions. Returning
+    /// true consumes the signal. A tap adds no match rule: some subscription must make the bus route the signal here
+    /// (and, for a well-known sender, track its owner).
+    struct Tap {
+        var rule: MatchRule
+        var handler: @Sendable (DBusMessage) -> Bool
+    }
+
     final class OwnerWatch {
         let name: String
         var count = 1
@@ -165,7 +173,7 @@ extension ConnectionCore {
 
     /// Decodes the header, picks the subscriptions it can match, and decodes the body only if one might.
     func deliverSignal(_ raw: OpaquePointer) {
-        guard !subscriptions.isEmpty || !owners.isEmpty else { return }
+        guard !subscriptions.isEmpty || !owners.isEmpty || !taps.isEmpty else { return }
         var message = DBusMessage(
             kind: .signal,
             path: dbus_message_get_path(raw).map { String(cString: $0) },
@@ -173,11 +181,12 @@ extension ConnectionCore {
             member: dbus_message_get_member(raw).map { String(cString: $0) },
             sender: dbus_message_get_sender(raw).map { String(cString: $0) },
             destination: dbus_message_get_destination(raw).map { String(cString: $0) })
+        if !taps.isEmpty, tapped(raw, &message) { return }
         let isOwnerChange = message.sender == Bus.name && message.interface == Bus.interface
             && message.member == "NameOwnerChanged"
         let wanted = subscriptions.values.contains { headerMatches($0, message) }
         guard wanted || (isOwnerChange && !owners.isEmpty) else { return }
-        message.body = Marshalling.decodeBody(raw)
+        if message.body.isEmpty { message.body = Marshalling.decodeBody(raw) }
         // Before delivery: the sender check of a subscription may depend on it, though a bus-sent NameOwnerChanged
         // only ever reaches rules naming the bus itself or no sender.
         if isOwnerChange, let change = NameOwnerChanged(message), let watch = owners[change.name] {
@@ -187,6 +196,18 @@ extension ConnectionCore {
         for sub in subscriptions.values where headerMatches(sub, message) && sub.rule.matchesArguments(message) {
             sub.continuation.yield(message)
         }
+    }
+
+    /// Offers the signal to the taps whose rule matches; true when one consumed it. Decodes the body into
+    /// `message` when a tap's header matches, so the subscriptions need not decode it again.
+    private func tapped(_ raw: OpaquePointer, _ message: inout DBusMessage) -> Bool {
+        var consumed = false
+        for tap in taps.values where tap.rule.type == "signal" && tap.rule.matchesHeader(message)
+            && accepts(tap.rule.sender, message.sender) {
+            if message.body.isEmpty { message.body = Marshalling.decodeBody(raw) }
+            if tap.rule.matchesArguments(message), tap.handler(message) { consumed = true }
+        }
+        return consumed
     }
 
     private func headerMatches(_ sub: Subscription, _ message: DBusMessage) -> Bool {

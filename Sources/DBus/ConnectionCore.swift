@@ -33,6 +33,7 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
     private var calls = [UInt64: PendingCall]()
     var subscriptions = [UInt64: Subscription]()
     var owners = [String: OwnerWatch]()
+    var taps = [UInt64: Tap]()
     var handlers = [String: @Sendable (DBusMessage) -> DBusReply]()
 
     init(loop: EventLoop) {

@@ -105,6 +105,20 @@ public final class DBusConnection: Sendable {
         return stream
     }
 
+    /// Runs `handler` on the loop thread for every signal matching `rule`, before any subscription sees it; when the
+    /// handler returns true the subscriptions do not get that signal. It must be quick and must not block. The tap
+    /// adds no match rule of its own: a `subscribe` covering the same signals must be active (its sender tracking
+    /// is what lets a well-known sender in `rule` match). Ends when the returned token is cancelled.
+    public func tap(_ rule: MatchRule, handler: @escaping @Sendable (DBusMessage) -> Bool) async -> SignalTap {
+        let core = core
+        let id = core.makeID()
+        await loop.run { core.taps[id] = ConnectionCore.Tap(rule: rule, handler: handler) }
+        return SignalTap { [weak core, loop] in
+            guard let core else { return }
+            loop.execute { core.taps[id] = nil }
+        }
+    }
+
     /// Sends a signal from this connection (for tests and tools; the bridge only listens).
     public func emitSignal(path: String, interface: String, member: String, body: [DBusValue] = []) async throws(DBusError) {
         let core = core

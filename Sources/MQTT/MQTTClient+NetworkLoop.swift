@@ -33,11 +33,12 @@ extension MQTTClient {
             liveness.beat()
             let now = MonotonicClock.nanoseconds
             if stopRequested.load(ordering: .acquiring) {
-                // Let the DISCONNECT that shutdown queued reach the socket, briefly.
+                // Send the DISCONNECT and let it reach the socket, briefly.
+                if stopDeadline == nil, socketOpen { _ = handle.disconnect() }
                 let deadline = stopDeadline ?? now + 1_000_000_000
                 stopDeadline = deadline
                 guard socketOpen, handle.socket >= 0, now < deadline else { break }
-                if handle.loop(timeoutMilliseconds: 100) != MOSQ_SUCCESS { socketOpen = false }
+                if service(timeoutMilliseconds: 100) != MOSQ_SUCCESS { socketOpen = false }
                 _ = processLinkEvents()
                 continue
             }
@@ -60,7 +61,7 @@ extension MQTTClient {
                 }
                 continue
             }
-            let rc = handle.loop(timeoutMilliseconds: 1000)
+            let rc = service(timeoutMilliseconds: 1000)
             if processLinkEvents() { failures = 0 }
             if rc != MOSQ_SUCCESS || handle.socket < 0 {
                 // Not every failure goes through on_disconnect (a failed TLS handshake does not).
@@ -76,6 +77,34 @@ extension MQTTClient {
         _ = processLinkEvents()
         liveness.stopped()
         threadEnded.open()
+    }
+
+    /// One turn of what `mosquitto_loop` does, on our own poll: sleep until the socket is readable (or writable, when
+    /// packets wait) or the wake pipe is signalled, then read, write and run the keepalive. `mosquitto_loop` would
+    /// also wait on libmosquitto's internal socketpair, which only matters in threaded mode (see `MosquittoHandle`).
+    private func service(timeoutMilliseconds: Int32) -> Int32 {
+        let socket = handle.socket
+        guard socket >= 0 else { return MOSQ_NO_CONN }
+        var events = Int16(POLLIN)
+        if handle.wantsWrite { events |= Int16(POLLOUT) }
+        var fds = [pollfd(fd: socket, events: events, revents: 0), pollfd(fd: wake.fileDescriptor, events: Int16(POLLIN), revents: 0)]
+        let ready = poll(&fds, 2, timeoutMilliseconds)
+        if ready < 0 { return errno == EINTR ? MOSQ_SUCCESS : Int32(MOSQ_ERR_ERRNO.rawValue) }
+        if fds[1].revents != 0 { wake.drain() }
+        if fds[0].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 {
+            let rc = handle.read()
+            if rc != MOSQ_SUCCESS || handle.socket < 0 { return rc }
+        }
+        if fds[0].revents & Int16(POLLOUT) != 0, configuration.tls != nil {
+            // A TLS handshake that wanted to write only advances through a read call (as in `mosquitto_loop`).
+            let rc = handle.read()
+            if rc != MOSQ_SUCCESS || handle.socket < 0 { return rc }
+        }
+        if handle.wantsWrite {
+            let rc = handle.write()
+            if rc != MOSQ_SUCCESS || handle.socket < 0 { return rc }
+        }
+        return handle.misc()
     }
 
     /// reconnectDelay × 2^(failures − 1), capped at reconnectDelayMax.

@@ -72,6 +72,7 @@ public final class MQTTClient: Sendable {
             state.subscriptions[filter] = qos
             if state.ready { _ = handle.subscribe(filter, qos: qos) }
         }
+        if handle.wantsWrite { wake.signal() }
     }
 
     public func unsubscribe(_ filter: String) {
@@ -79,6 +80,7 @@ public final class MQTTClient: Sendable {
             guard state.subscriptions.removeValue(forKey: filter) != nil else { return }
             if state.ready { _ = handle.unsubscribe(filter) }
         }
+        if handle.wantsWrite { wake.signal() }
     }
 
     @discardableResult
@@ -115,13 +117,16 @@ public final class MQTTClient: Sendable {
         return outcome
     }
 
-    /// Gives one message to libmosquitto; call with the session lock held so ordering with the buffer holds.
-    /// `MOSQ_ERR_NO_CONN` for QoS ≥ 1 means libmosquitto queued it and will send it after the next connect
-    /// (checked against libmosquitto 2.0.11), so it is not buffered again: that would duplicate it.
+    /// Gives one message to libmosquitto, which writes it from this thread; call with the session lock held so
+    /// ordering with the buffer holds. For QoS ≥ 1 a lost connection or a failed write still leaves the message in
+    /// libmosquitto's queue, to be sent after the next connect, so it is not buffered again: that would duplicate it.
     func handOver(_ outgoing: OutgoingMessage, state: inout SessionState) -> MQTTPublishOutcome {
         var mid: Int32 = 0
         let rc = handle.publish(outgoing.message, mid: &mid)
-        let accepted = rc == MOSQ_SUCCESS || (rc == MOSQ_NO_CONN && outgoing.message.qos > .atMostOnce)
+        // A write that did not complete (socket buffer full) or a packet queued while the network thread is inside a
+        // callback waits for the network thread, which only polls for POLLOUT when told.
+        if handle.wantsWrite { wake.signal() }
+        let accepted = rc == MOSQ_SUCCESS || (outgoing.message.qos > .atMostOnce && queuedDespiteError.contains(rc))
         guard accepted else {
             if rc == MOSQ_NO_CONN { state.droppedQoS0 += 1 }
             return .dropped(mosquittoDescription(rc))
@@ -170,7 +175,8 @@ public final class MQTTClient: Sendable {
             return previous == .running
         }
         if pending {
-            _ = handle.disconnect()
+            // The network thread sends the DISCONNECT itself: it may be inside a connect call (DNS) that a
+            // disconnect here would have to wait for.
             stopRequested.store(true, ordering: .releasing)
             wake.signal()
             if await !threadEnded.wait(timeout: max(deadline - .now, .milliseconds(200))) {

@@ -1,11 +1,21 @@
 import CMosquitto
 import Glibc
+import Synchronization
 
-/// The one owner of a `struct mosquitto *`. libmosquitto guards its state with its own mutexes, and the handle is in
-/// "threaded" mode, so publish/subscribe may be called from any thread while the network thread runs the loop:
-/// that is why this wrapper may be shared (`@unchecked Sendable`).
+/// The one owner of a `struct mosquitto *`, shared between the network thread and publishers (`@unchecked Sendable`).
+///
+/// The handle is deliberately *not* in libmosquitto's "threaded" mode. In that mode every publish only queues the
+/// packet and writes a byte to an internal socketpair to wake the network thread, which then writes it: one extra
+/// thread wake-up per message, the largest single cost of a notification. Unthreaded, `mosquitto_publish` writes
+/// the packet from the caller's thread. That is only safe because every call that touches the socket or the TLS
+/// session (publish, subscribe, read, write, keepalive, disconnect) runs under `io`, so the socket is never closed
+/// (and its number reused) under a writer, and a TLS session is never read and written at once. The network
+/// thread polls the socket itself (`MQTTClient+NetworkLoop`) and never reads the internal socketpair, whose wake-up
+/// bytes stop at its buffer's bound (the writes are non-blocking and their result is ignored by libmosquitto).
 final class MosquittoHandle: @unchecked Sendable {
     let pointer: OpaquePointer
+    /// Serialises libmosquitto calls that may write, read or close the socket. Held only for non-blocking work.
+    let io = Mutex<Void>(())
 
     /// `mosquitto_lib_init` must run once per process before any client exists.
     private static let libraryReady: Void = { _ = mosquitto_lib_init() }()
@@ -28,7 +38,6 @@ final class MosquittoHandle: @unchecked Sendable {
         // maximum (MQTT 5 CONNACK) still caps it.
         try check(mosquitto_int_option(pointer, MOSQ_OPT_SEND_MAXIMUM, 100), "send maximum")
         try check(mosquitto_int_option(pointer, MOSQ_OPT_TCP_NODELAY, 1), "TCP_NODELAY")
-        try check(mosquitto_threaded_set(pointer, true), "threaded mode")
         if configuration.username != nil || configuration.password != nil {
             try check(mosquitto_username_pw_set(pointer, configuration.username, configuration.password), "username/password")
         }
@@ -62,25 +71,42 @@ final class MosquittoHandle: @unchecked Sendable {
         mosquitto_connect_async(pointer, host, Int32(port), Int32(keepalive))
     }
 
-    func loop(timeoutMilliseconds: Int32) -> Int32 { mosquitto_loop(pointer, timeoutMilliseconds, 1) }
-
     var socket: Int32 { mosquitto_socket(pointer) }
 
+    /// True while packets wait to be written (or TLS wants to write): the network thread then polls for POLLOUT.
+    var wantsWrite: Bool { io.withLock { _ in mosquitto_want_write(pointer) } }
+
+    /// Reads what arrived (callbacks run here), on the network thread.
+    func read() -> Int32 { io.withLock { _ in mosquitto_loop_read(pointer, 1) } }
+
+    /// Writes what is queued, on the network thread.
+    func write() -> Int32 { io.withLock { _ in mosquitto_loop_write(pointer, 1) } }
+
+    /// Keepalive (PINGREQ when due, and the check for a missing PINGRESP), on the network thread.
+    func misc() -> Int32 { io.withLock { _ in mosquitto_loop_misc(pointer) } }
+
     func publish(_ message: MQTTMessage, mid: inout Int32) -> Int32 {
-        message.payload.withUnsafeBytes { bytes in
-            mosquitto_publish_v5(pointer, &mid, message.topic, Int32(bytes.count), bytes.baseAddress,
-                                 message.qos.rawValue, message.retain, nil)
+        io.withLock { _ in
+            message.payload.withUnsafeBytes { bytes in
+                mosquitto_publish_v5(pointer, &mid, message.topic, Int32(bytes.count), bytes.baseAddress,
+                                     message.qos.rawValue, message.retain, nil)
+            }
         }
     }
 
     func subscribe(_ filter: String, qos: MQTTQoS) -> Int32 {
-        mosquitto_subscribe_v5(pointer, nil, filter, qos.rawValue, 0, nil)
+        io.withLock { _ in mosquitto_subscribe_v5(pointer, nil, filter, qos.rawValue, 0, nil) }
     }
 
-    func unsubscribe(_ filter: String) -> Int32 { mosquitto_unsubscribe_v5(pointer, nil, filter, nil) }
+    func unsubscribe(_ filter: String) -> Int32 { io.withLock { _ in mosquitto_unsubscribe_v5(pointer, nil, filter, nil) } }
 
-    func disconnect() -> Int32 { mosquitto_disconnect_v5(pointer, 0, nil) }
+    func disconnect() -> Int32 { io.withLock { _ in mosquitto_disconnect_v5(pointer, 0, nil) } }
 }
+
+/// Results of `mosquitto_publish` for QoS ≥ 1 that come *after* the message entered libmosquitto's outgoing queue
+/// (checked against libmosquitto 2.0.11's `mosquitto_publish_v5`): the direct write failed or there is no connection,
+/// and libmosquitto sends the message again after the next connect. Anything else was refused before queueing.
+let queuedDespiteError: Set<Int32> = [MOSQ_NO_CONN, Int32(MOSQ_ERR_CONN_LOST.rawValue), Int32(MOSQ_ERR_ERRNO.rawValue)]
 
 let MOSQ_SUCCESS = Int32(MOSQ_ERR_SUCCESS.rawValue)
 let MOSQ_NO_CONN = Int32(MOSQ_ERR_NO_CONN.rawValue)

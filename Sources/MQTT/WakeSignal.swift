@@ -1,6 +1,7 @@
 import Glibc
 
-/// A pipe the network thread sleeps on between reconnect attempts, so `shutdown` can end a back-off at once.
+/// A pipe the network thread sleeps on, between reconnect attempts and beside the broker's socket: `shutdown` ends
+/// a back-off at once, and publishers whose packet could not be written at once have the thread write it.
 final class WakeSignal: Sendable {
     private let readEnd: Int32
     private let writeEnd: Int32
@@ -25,11 +26,19 @@ final class WakeSignal: Sendable {
         _ = write(writeEnd, &byte, 1)
     }
 
+    var fileDescriptor: Int32 { readEnd }
+
     /// Sleeps until signalled or `milliseconds` pass, then clears the signal.
     func wait(milliseconds: Int32) {
         var entry = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
         _ = poll(&entry, 1, milliseconds)
-        var drain = [UInt8](repeating: 0, count: 64)
-        while read(readEnd, &drain, drain.count) > 0 {}
+        drain()
+    }
+
+    /// Clears the signal.
+    func drain() {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buffer in
+            while read(readEnd, buffer.baseAddress, buffer.count) > 0 {}
+        }
     }
 }

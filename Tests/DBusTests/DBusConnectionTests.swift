@@ -166,6 +166,37 @@ private func expectError(_ name: String, sourceLocation: SourceLocation = #_sour
         #expect(message.kind == .signal)
     }
 
+    @Test func tapsRunFirstAndConsumeWhatTheyClaim() async throws {
+        let bus = try PrivateBus()
+        let listener = try await DBusConnection.connect(address: bus.address)
+        let owner = try await DBusConnection.connect(address: bus.address)
+        let stranger = try await DBusConnection.connect(address: bus.address)
+        #expect(try await owner.requestName("org.example.Owner"))
+        let stream = try await listener.subscribe(MatchRule(sender: "org.example.Owner", interface: "org.example.Test"))
+        let seen = Mutex<[Int]>([])
+        let tap = await listener.tap(MatchRule(sender: "org.example.Owner", interface: "org.example.Test",
+                                               member: "Value", path: "/tapped")) { message in
+            guard let n = message.body.first?.int else { return false }
+            seen.withLock { $0.append(n) }
+            return n % 2 == 0          // even values are claimed, odd ones go on to the subscription
+        }
+        try await stranger.emitSignal(path: "/tapped", interface: "org.example.Test", member: "Value", body: [.int32(100)])
+        for n in 1...4 {
+            try await owner.emitSignal(path: "/tapped", interface: "org.example.Test", member: "Value", body: [.int32(Int32(n))])
+        }
+        try await owner.emitSignal(path: "/other", interface: "org.example.Test", member: "Value", body: [.int32(6)])
+        #expect(try await next(stream)?.body == [.int32(1)])
+        #expect(try await next(stream)?.body == [.int32(3)])
+        #expect(try await next(stream)?.body == [.int32(6)])     // another path: not the tap's
+        #expect(seen.withLock { $0 } == [1, 2, 3, 4])            // a stranger's signal never reached the tap
+
+        tap.cancel()
+        try await owner.emitSignal(path: "/tapped", interface: "org.example.Test", member: "Value", body: [.int32(8)])
+        #expect(try await next(stream)?.body == [.int32(8)])
+        #expect(seen.withLock { $0 } == [1, 2, 3, 4])
+        #expect(await listener.loop.run { listener.core.taps.count } == 0)
+    }
+
     @Test func endingIterationRemovesTheMatch() async throws {
         let bus = try PrivateBus()
         let listener = try await DBusConnection.connect(address: bus.address)

@@ -261,6 +261,9 @@ class Soak:
             detail["rejections"] = sum(1 for m in self.sub.since(mark) if m[1] == f"{BASE}/bridge/log")
         elif kind == "bad_serial":
             hm = self.world.hm10
+            # The serial link is one byte stream: an echo still on its way would merge into the junk line below.
+            last = f"cmd-{self.command_n}"
+            self.sub.wait_for(lambda m: m[1] == f"{BASE}/hm10/serial" and m[2] == last.encode(), 10)
             hm.send({"cmd": "notify", "char": "ffe1", "value": (b"bad \xff\xfe\xc3( utf-8\n").hex()})
             for _ in range(8):
                 hm.send({"cmd": "notify", "char": "ffe1", "value": (b"L" * 512).hex()})

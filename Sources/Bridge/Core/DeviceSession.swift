@@ -365,8 +365,8 @@ actor DeviceSession {
             var subscribed: [(ChannelConfig, NotificationSubscription, NotificationGate)] = []
             do throws(BlueZError) {
                 for (channel, path, gate) in targets {
-                    // The hot path: on the fd path each value is decoded and published on the D-Bus loop thread that
-                    // read it (one decode, one publish), instead of crossing to a Swift executor thread first.
+                    // The hot path: each value (fd or signal path) is decoded and published on the D-Bus loop thread
+                    // that received it (one decode, one publish), instead of crossing to a Swift executor thread.
                     let subscription = try await session.ctx.bluez.subscribe(characteristic: path,
                                                                              onValue: { gate.deliver($0) })
                     subscribed.append((channel, subscription, gate))
