@@ -31,9 +31,12 @@ extension MQTTClient {
             let codes = (0..<Int(count)).map { granted[$0] }
             MQTTClient.client(userdata)?.subscribeCallback(codes)
         }
-        mosquitto_log_callback_set(mosq) { _, userdata, level, text in
-            guard let client = MQTTClient.client(userdata), client.logger.logLevel <= .trace, let text else { return }
-            client.logger.trace("libmosquitto: \(String(cString: text))", metadata: ["mosq_level": "\(level)"])
+        // Only at trace level: with a log callback set, libmosquitto formats a line for every packet sent or received.
+        if logger.logLevel <= .trace {
+            mosquitto_log_callback_set(mosq) { _, userdata, level, text in
+                guard let client = MQTTClient.client(userdata), let text else { return }
+                client.logger.trace("libmosquitto: \(String(cString: text))", metadata: ["mosq_level": "\(level)"])
+            }
         }
     }
 

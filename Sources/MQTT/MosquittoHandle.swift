@@ -1,6 +1,5 @@
 import CMosquitto
 import Glibc
-import Synchronization
 
 /// The one owner of a `struct mosquitto *`, shared between the network thread and publishers (`@unchecked Sendable`).
 ///
@@ -15,7 +14,7 @@ import Synchronization
 final class MosquittoHandle: @unchecked Sendable {
     let pointer: OpaquePointer
     /// Serialises libmosquitto calls that may write, read or close the socket. Held only for non-blocking work.
-    let io = Mutex<Void>(())
+    let io = IOLock()
 
     /// `mosquitto_lib_init` must run once per process before any client exists.
     private static let libraryReady: Void = { _ = mosquitto_lib_init() }()
@@ -74,19 +73,19 @@ final class MosquittoHandle: @unchecked Sendable {
     var socket: Int32 { mosquitto_socket(pointer) }
 
     /// True while packets wait to be written (or TLS wants to write): the network thread then polls for POLLOUT.
-    var wantsWrite: Bool { io.withLock { _ in mosquitto_want_write(pointer) } }
+    var wantsWrite: Bool { io.withLock { mosquitto_want_write(pointer) } }
 
     /// Reads what arrived (callbacks run here), on the network thread.
-    func read() -> Int32 { io.withLock { _ in mosquitto_loop_read(pointer, 1) } }
+    func read() -> Int32 { io.withLock { mosquitto_loop_read(pointer, 1) } }
 
     /// Writes what is queued, on the network thread.
-    func write() -> Int32 { io.withLock { _ in mosquitto_loop_write(pointer, 1) } }
+    func write() -> Int32 { io.withLock { mosquitto_loop_write(pointer, 1) } }
 
     /// Keepalive (PINGREQ when due, and the check for a missing PINGRESP), on the network thread.
-    func misc() -> Int32 { io.withLock { _ in mosquitto_loop_misc(pointer) } }
+    func misc() -> Int32 { io.withLock { mosquitto_loop_misc(pointer) } }
 
     func publish(_ message: MQTTMessage, mid: inout Int32) -> Int32 {
-        io.withLock { _ in
+        io.withLock {
             message.payload.withUnsafeBytes { bytes in
                 mosquitto_publish_v5(pointer, &mid, message.topic, Int32(bytes.count), bytes.baseAddress,
                                      message.qos.rawValue, message.retain, nil)
@@ -95,12 +94,12 @@ final class MosquittoHandle: @unchecked Sendable {
     }
 
     func subscribe(_ filter: String, qos: MQTTQoS) -> Int32 {
-        io.withLock { _ in mosquitto_subscribe_v5(pointer, nil, filter, qos.rawValue, 0, nil) }
+        io.withLock { mosquitto_subscribe_v5(pointer, nil, filter, qos.rawValue, 0, nil) }
     }
 
-    func unsubscribe(_ filter: String) -> Int32 { io.withLock { _ in mosquitto_unsubscribe_v5(pointer, nil, filter, nil) } }
+    func unsubscribe(_ filter: String) -> Int32 { io.withLock { mosquitto_unsubscribe_v5(pointer, nil, filter, nil) } }
 
-    func disconnect() -> Int32 { io.withLock { _ in mosquitto_disconnect_v5(pointer, 0, nil) } }
+    func disconnect() -> Int32 { io.withLock { mosquitto_disconnect_v5(pointer, 0, nil) } }
 }
 
 /// Results of `mosquitto_publish` for QoS ≥ 1 that come *after* the message entered libmosquitto's outgoing queue
