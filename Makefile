@@ -54,6 +54,10 @@ unit-test: setup
 integration-test: setup build
 	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/integration -q $(PYTEST_ARGS)
 
+# The whole suite, as CI runs it (~25 min): unit, integration, unit-file check, fuzz smoke, real BlueZ in QEMU, and a
+# 10-minute fault soak of the release build (TEST_SOAK_SECONDS).
+TEST_SOAK_SECONDS ?= 600
+
 test: setup
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
@@ -61,6 +65,7 @@ test: setup
 	bash scripts/check-unit.sh
 	$(MAKE) fuzz-smoke
 	$(MAKE) test-realbluez
+	$(MAKE) soak DURATION=$(TEST_SOAK_SECONDS)
 
 # gattbridge against the real bluetoothd and kernel in a QEMU guest (docs/REAL-BLUEZ.md): about 2–4 minutes.
 .PHONY: test-realbluez

@@ -51,6 +51,8 @@ class Sample:
     hwm_kb: int           # peak RSS since start
     pss_kb: int
     switches: int         # voluntary + involuntary context switches, all threads (≈ wake-ups)
+    anon_kb: int = 0      # RssAnon: heap, stacks, dirtied data (what a leak grows)
+    file_kb: int = 0      # RssFile: mapped code and read-only data (grows as new code paths run for the first time)
 
 
 def sample(pid: int) -> Sample:
@@ -72,7 +74,9 @@ def sample(pid: int) -> Sample:
                     switches += int(line.split()[1])
         except FileNotFoundError:
             pass
-    return Sample(time.monotonic(), cpu, rss, hwm, pss, switches)
+    anon = int(status.get("RssAnon", "0 kB").split()[0])
+    file = int(status.get("RssFile", "0 kB").split()[0])
+    return Sample(time.monotonic(), cpu, rss, hwm, pss, switches, anon, file)
 
 
 def cpu_seconds(pid: int) -> float:

@@ -19,7 +19,9 @@ Faults, one every SOAK_FAULT_INTERVAL seconds (default 20, ±30 % jitter), in a 
 Losses: notifications the peripheral sent while the bridge was subscribed, not received by the subscriber. Those
 that were in the air when a peripheral or BlueZoo died are lost with the link (BLE has no retransmission across a
 link loss) and are reported apart ("lost with the link"); every other loss, including across broker restarts and
-reloads, counts against the bridge. Duplicates (QoS 1 allows them) and reordering are reported.
+reloads, counts against the bridge. Duplicates (QoS 1 allows them) and reordering are reported. Every command must
+come back as the HM-10's echo, except one sent in the last 2 s before BlueZoo was killed (its write or echo was in
+the air).
 
     .venv/bin/python scripts/soak/soak.py --duration 600 [--seed N]
 """
@@ -134,7 +136,7 @@ class Soak:
         self.recovery: dict[str, list[float]] = {k: [] for k in FAULTS}
         self.fault_log: list[dict] = []
         self.crashes: list[dict] = []
-        self.rss: list[tuple[float, int, int]] = []
+        self.rss: list[tuple[float, int, int, int, int]] = []
         self.commands_sent: dict[str, float] = {}
         self.command_n = 0
         self.gb = None
@@ -313,7 +315,7 @@ class Soak:
             if now >= next_rss:
                 try:
                     s = sample(self.gb.pid)
-                    self.rss.append((now - self.t_start, s.rss_kb, s.pss_kb))
+                    self.rss.append((now - self.t_start, s.rss_kb, s.pss_kb, s.anon_kb, s.file_kb))
                 except (FileNotFoundError, ProcessLookupError):
                     pass
                 next_rss = now + 10
@@ -374,14 +376,20 @@ class Soak:
         rejected = [json.loads(p) for _, topic, p in msgs if topic == f"{BASE}/bridge/log"]
         rejected_cmds = {r.get("topic") for r in rejected}
         cmds_echoed = sum(1 for c in self.commands_sent if c in echoes)
-        missing_cmds = [{"command": c, "t": round(t - self.t_start, 1)} for c, t in self.commands_sent.items()
-                        if c not in echoes][:20]
+        # A command whose write or echo was in the air when BlueZoo died is lost with the link; any other is a loss.
+        missing = [(c, t) for c, t in self.commands_sent.items() if c not in echoes]
+        cmds_lost = [(c, t) for c, t in missing
+                     if not any(kind == "bluez" and start - 2.0 <= t <= stop for kind, start, stop in self.windows)]
+        missing_cmds = [{"command": c, "t": round(t - self.t_start, 1), "lost_with_the_link": (c, t) not in cmds_lost}
+                        for c, t in missing][:20]
         rss = [r[1] for r in self.rss]
         # Warm-up: the first quarter (at least 60 s), so one-off high-water marks (the first oversized command, the
         # first reconnections) are not mistaken for growth.
         warm = [r for r in self.rss if r[0] >= max(60.0, self.duration / 4)] or self.rss
         first = statistics.median([r[1] for r in warm[:max(1, len(warm) // 10)]]) if warm else 0
         last = statistics.median([r[1] for r in warm[-max(1, len(warm) // 10):]]) if warm else 0
+        anon_first = statistics.median([r[3] for r in warm[:max(1, len(warm) // 10)]]) if warm else 0
+        anon_last = statistics.median([r[3] for r in warm[-max(1, len(warm) // 10):]]) if warm else 0
         result = {
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
             "binary": str(gattbridge_binary()), "seed": self.seed, "duration_s": self.duration,
@@ -391,7 +399,8 @@ class Soak:
                                    "reordered": reordered, "lost_by_stream": lost_by_stream,
                                    "unexplained_examples": unexplained},
             "commands": {"sent": len(self.commands_sent), "echoed": cmds_echoed,
-                         "not_echoed": len(self.commands_sent) - cmds_echoed, "not_echoed_examples": missing_cmds,
+                         "not_echoed": len(self.commands_sent) - cmds_echoed, "lost": len(cmds_lost),
+                         "not_echoed_examples": missing_cmds,
                          "bridge_log_rejections": len(rejected)},
             "faults": {k: {"count": len(v) + sum(1 for f in self.fault_log if f["kind"] == k and f.get("recovered") is False),
                            "recovered": len(v),
@@ -402,12 +411,14 @@ class Soak:
             "rss_kb": {"samples": len(rss), "min": min(rss, default=0), "max": max(rss, default=0),
                        "first_after_warmup_median": first, "last_median": last,
                        "growth_percent": round(100 * (last - first) / first, 1) if first else None,
-                       "series": [(round(t), r, p) for t, r, p in self.rss]},
+                       "anon_first_after_warmup_median": anon_first, "anon_last_median": anon_last,
+                       "series": [(round(t), r, p, a, f) for t, r, p, a, f in self.rss]},
         }
         growth = result["rss_kb"]["growth_percent"]
         result["rss_flat"] = growth is not None and (growth <= 10 or last - first <= 1024)
         not_recovered = [f for f in self.fault_log if f.get("recovered") is False]
-        result["pass"] = (result["crashes"] == 0 and lost == 0 and not not_recovered and result["rss_flat"])
+        result["pass"] = (result["crashes"] == 0 and lost == 0 and not cmds_lost and not not_recovered
+                          and result["rss_flat"])
         _ = rejected_cmds
         return result
 
@@ -420,7 +431,7 @@ def print_report(r: dict) -> None:
     print(f"QoS 1 notifications: produced {q['produced']:,}, received {q['received_unique']:,}, lost {q['lost']} "
           f"(+ {q['lost_with_the_link']} lost with the link at peripheral/BlueZoo deaths), duplicates "
           f"{q['duplicates']}, reordered {q['reordered']}")
-    print(f"commands: sent {c['sent']}, echoed back {c['echoed']}, not echoed {c['not_echoed']} "
+    print(f"commands: sent {c['sent']}, echoed back {c['echoed']}, not echoed {c['not_echoed']} ({c['lost']} lost) "
           f"{c['not_echoed_examples'][:5]}; bridge/log rejections {c['bridge_log_rejections']}")
     print("faults (count, recovered, recovery median / max):")
     for k, v in r["faults"].items():
@@ -430,7 +441,8 @@ def print_report(r: dict) -> None:
     print(f"crashes: {r['crashes']}")
     print(f"RSS: {rs['min'] / 1024:.1f}–{rs['max'] / 1024:.1f} MiB over {rs['samples']} samples; after warm-up "
           f"{rs['first_after_warmup_median'] / 1024:.1f} → {rs['last_median'] / 1024:.1f} MiB "
-          f"({rs['growth_percent']} %): {'flat' if r['rss_flat'] else 'GROWING'}")
+          f"({rs['growth_percent']} %): {'flat' if r['rss_flat'] else 'GROWING'}; of which anonymous "
+          f"{rs['anon_first_after_warmup_median'] / 1024:.1f} → {rs['anon_last_median'] / 1024:.1f} MiB")
     print("PASS" if r["pass"] else "FAIL")
 
 
