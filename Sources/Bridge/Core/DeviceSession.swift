@@ -36,7 +36,9 @@ actor DeviceSession {
     private var pumps: [Task<Void, Never>] = []
     private var pollers: [Task<Void, Never>] = []
     private var backoffTimer: Task<Void, Never>?
-    private var linkTasks: [Task<Void, Never>] = []
+    /// Child tasks still running, so `stop()` can cancel work in flight; each removes itself when it ends.
+    private var linkTasks: [UInt64: Task<Void, Never>] = [:]
+    private var nextLinkTaskID: UInt64 = 0
     /// The last Disconnect / RemoveDevice asked for, chained in order. Anything that looks the device up or
     /// connects waits for it first: a Connect that overtakes the Disconnect or removal meant to precede it would be
     /// cancelled by it, or sit unanswered on an object that is being removed.
@@ -98,7 +100,7 @@ actor DeviceSession {
         retryHead = nil
         expiryTimer?.cancel()
         commandWriter?.cancel()
-        for task in linkTasks { task.cancel() }
+        for task in linkTasks.values { task.cancel() }
         if let linkCleanup { await linkCleanup.value }
     }
 
@@ -261,15 +263,21 @@ actor DeviceSession {
         if machine.generation == generation { send(.deviceFound) }
     }
 
-    /// Runs `body` in a child task holding the session; remembered so `stop()` can cancel work in flight.
+    /// Runs `body` in a child task holding the session; remembered until it ends so `stop()` can cancel it.
     @discardableResult
     private func spawn(_ body: @escaping @Sendable (DeviceSession) async -> Void) -> Task<Void, Never> {
-        let task = Task { await body(self) }
-        linkTasks.removeAll { $0.isCancelled }
-        if linkTasks.count > 64 { linkTasks.removeFirst(linkTasks.count - 64) }
-        linkTasks.append(task)
+        nextLinkTaskID += 1
+        let id = nextLinkTaskID
+        // The task is isolated to this actor: its removal cannot run before the insertion below.
+        let task = Task {
+            await body(self)
+            self.linkTaskEnded(id)
+        }
+        linkTasks[id] = task
         return task
     }
+
+    private func linkTaskEnded(_ id: UInt64) { linkTasks[id] = nil }
 
     private func gateKey(_ generation: SessionGeneration) -> String {
         "\(config.address)#\(generation)"
