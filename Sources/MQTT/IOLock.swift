@@ -21,6 +21,13 @@ final class IOLock: @unchecked Sendable {
         mutex.deallocate()
     }
 
+    /// Runs `body` only if the lock is free at once; nil otherwise.
+    func withLockIfAvailable<T>(_ body: () throws -> T) rethrows -> T? {
+        guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+
     func withLock<T>(_ body: () throws -> T) rethrows -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }

@@ -34,7 +34,10 @@ extension MQTTClient {
             let now = MonotonicClock.nanoseconds
             if stopRequested.load(ordering: .acquiring) {
                 // Send the DISCONNECT and let it reach the socket, briefly.
-                if stopDeadline == nil, socketOpen { _ = handle.disconnect() }
+                if stopDeadline == nil {
+                    handOverDeferred()
+                    if socketOpen { _ = handle.disconnect() }
+                }
                 let deadline = stopDeadline ?? now + 1_000_000_000
                 stopDeadline = deadline
                 guard socketOpen, handle.socket >= 0, now < deadline else { break }
@@ -63,6 +66,7 @@ extension MQTTClient {
             }
             let before = MonotonicClock.nanoseconds
             let rc = service(timeoutMilliseconds: 1000)
+            handOverDeferred()
             if processLinkEvents() { failures = 0 }
             // Busy (the poll returned almost at once): let PUBACKs and other input gather for a moment instead of
             // waking once per packet. At 1,000 notifications/s this halves the thread's wake-ups; below 200 packets/s
@@ -164,8 +168,12 @@ extension MQTTClient {
         let (subscriptions, flushed) = session.withLock { state -> (Int, Int) in
             guard state.phase == .running else { return (0, 0) }
             for (filter, qos) in state.subscriptions { _ = handle.subscribe(filter, qos: qos) }
+            // Deferred messages were published before the link dropped: they go first.
+            let deferred = state.deferred
+            state.deferred = []
+            for outgoing in deferred { _ = handOver(outgoing, state: &state, mayDefer: false) }
             let backlog = state.buffer.takeAll()
-            for outgoing in backlog { _ = handOver(outgoing, state: &state) }
+            for outgoing in backlog { _ = handOver(outgoing, state: &state, mayDefer: false) }
             state.ready = true
             return (state.subscriptions.count, backlog.count)
         }

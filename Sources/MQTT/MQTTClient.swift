@@ -120,19 +120,49 @@ public final class MQTTClient: Sendable {
     /// Gives one message to libmosquitto, which writes it from this thread; call with the session lock held so
     /// ordering with the buffer holds. For QoS ≥ 1 a lost connection or a failed write still leaves the message in
     /// libmosquitto's queue, to be sent after the next connect, so it is not buffered again: that would duplicate it.
-    func handOver(_ outgoing: OutgoingMessage, state: inout SessionState) -> MQTTPublishOutcome {
+    ///
+    /// When the network thread holds the I/O lock (reading PUBACKs), the message is deferred to it rather than
+    /// waited for (`mayDefer`; the network thread itself passes false). Shutdown's tracked messages defer too when
+    /// others are already waiting, so they stay last.
+    func handOver(_ outgoing: OutgoingMessage, state: inout SessionState, mayDefer: Bool = true) -> MQTTPublishOutcome {
         var mid: Int32 = 0
-        let rc = handle.publish(outgoing.message, mid: &mid)
+        let result: (rc: Int32, wantsWrite: Bool)
+        if mayDefer, !state.deferred.isEmpty {
+            state.deferred.append(outgoing)
+            wake.signal()
+            return .handedOver
+        } else if mayDefer, !outgoing.tracked {
+            guard let attempt = handle.tryPublish(outgoing.message, mid: &mid) else {
+                state.deferred.append(outgoing)
+                wake.signal()
+                return .handedOver
+            }
+            result = attempt
+        } else {
+            result = handle.publish(outgoing.message, mid: &mid)
+        }
         // A write that did not complete (socket buffer full) or a packet queued while the network thread is inside a
         // callback waits for the network thread, which only polls for POLLOUT when told.
-        if handle.wantsWrite { wake.signal() }
+        if result.wantsWrite { wake.signal() }
+        let rc = result.rc
         let accepted = rc == MOSQ_SUCCESS || (outgoing.message.qos > .atMostOnce && queuedDespiteError.contains(rc))
         guard accepted else {
             if rc == MOSQ_NO_CONN { state.droppedQoS0 += 1 }
-            return .dropped(mosquittoDescription(rc))
+            if mayDefer { return .dropped(mosquittoDescription(rc)) }
+            return dropped(outgoing, reason: mosquittoDescription(rc))
         }
         if outgoing.tracked, deliveries.withLock({ $0.handedOver(mid: mid) }) { finalMessagesDelivered.open() }
         return .handedOver
+    }
+
+    /// Hands over what publishers deferred; on the network thread.
+    func handOverDeferred() {
+        session.withLock { state in
+            guard !state.deferred.isEmpty else { return }
+            let waiting = state.deferred
+            state.deferred = []
+            for outgoing in waiting { _ = handOver(outgoing, state: &state, mayDefer: false) }
+        }
     }
 
     private func dropped(_ outgoing: OutgoingMessage, reason: String) -> MQTTPublishOutcome {

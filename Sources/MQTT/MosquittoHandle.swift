@@ -84,13 +84,22 @@ final class MosquittoHandle: @unchecked Sendable {
     /// Keepalive (PINGREQ when due, and the check for a missing PINGRESP), on the network thread.
     func misc() -> Int32 { io.withLock { mosquitto_loop_misc(pointer) } }
 
-    func publish(_ message: MQTTMessage, mid: inout Int32) -> Int32 {
-        io.withLock {
-            message.payload.withUnsafeBytes { bytes in
-                mosquitto_publish_v5(pointer, &mid, message.topic, Int32(bytes.count), bytes.baseAddress,
-                                     message.qos.rawValue, message.retain, nil)
-            }
+    /// Publishes (the packet is written from this thread when it can be); also says whether output is left waiting.
+    func publish(_ message: MQTTMessage, mid: inout Int32) -> (rc: Int32, wantsWrite: Bool) {
+        io.withLock { publishLocked(message, mid: &mid) }
+    }
+
+    /// `publish`, or nil at once when another thread holds the I/O lock (the network thread reading PUBACKs).
+    func tryPublish(_ message: MQTTMessage, mid: inout Int32) -> (rc: Int32, wantsWrite: Bool)? {
+        io.withLockIfAvailable { publishLocked(message, mid: &mid) }
+    }
+
+    private func publishLocked(_ message: MQTTMessage, mid: inout Int32) -> (rc: Int32, wantsWrite: Bool) {
+        let rc = message.payload.withUnsafeBytes { bytes in
+            mosquitto_publish_v5(pointer, &mid, message.topic, Int32(bytes.count), bytes.baseAddress,
+                                 message.qos.rawValue, message.retain, nil)
         }
+        return (rc, mosquitto_want_write(pointer))
     }
 
     func subscribe(_ filter: String, qos: MQTTQoS) -> Int32 {

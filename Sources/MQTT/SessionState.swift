@@ -1,3 +1,5 @@
+import DequeModule
+
 /// What `publish`, `subscribe` and the network thread decide on together, under one lock, so that a message is
 /// either handed to libmosquitto or buffered, and buffered messages always go out before newer ones.
 struct SessionState: Sendable {
@@ -10,6 +12,10 @@ struct SessionState: Sendable {
     /// Filters to restore on every connect (the session is clean each time).
     var subscriptions: [String: MQTTQoS] = [:]
     var droppedQoS0 = 0
+    /// Published while ready but found the I/O lock taken (the network thread mid-read): handed to libmosquitto by
+    /// the network thread as soon as it lets go, before anything newer. Waiting on the lock instead costs both
+    /// threads a sleep and a wake-up.
+    var deferred: Deque<OutgoingMessage> = []
 
     init(bufferLimit: Int) { buffer = OfflineBuffer(limit: bufferLimit) }
 }

@@ -140,6 +140,27 @@ private let quietLogger: Logger = {
         await client.shutdown()
     }
 
+    /// Publishers write from their own threads while the network thread reads PUBACKs under the same I/O lock; a
+    /// publisher that finds the lock taken defers to the network thread. Nothing may be lost or reordered either way.
+    @Test func publishersOnTwoThreadsKeepTheirOrderWhileAcksFlow() async throws {
+        let broker = try TestBroker()
+        let client = try await started(configuration(broker, "threads"))
+        let log = MessageLog(client)
+        await subscribeAndProbe(client, log, filter: "thr/#", probeTopic: "thr/probe")
+        let count = 3_000
+        let publishers = (0..<2).map { lane in
+            TestThread.detached {
+                for n in 0..<count { client.publish(topic: "thr/\(lane)", string: "\(n)") }
+            }
+        }
+        for publisher in publishers { publisher.join() }
+        #expect(await eventually(timeout: .seconds(30)) {
+            log.payloads(on: "thr/0").count == count && log.payloads(on: "thr/1").count == count
+        })
+        for lane in 0..<2 { #expect(log.payloads(on: "thr/\(lane)") == (0..<count).map(String.init)) }
+        await client.shutdown()
+    }
+
     @Test func shutdownDeliversFinalMessagesBeforeDisconnecting() async throws {
         let broker = try TestBroker()
         let will = MQTTMessage(topic: "fin/state", string: "will", qos: .atLeastOnce, retain: true)
