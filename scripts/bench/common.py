@@ -3,6 +3,7 @@ the bridge config, and the world (private bus + BlueZoo + mosquitto + peripheral
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import statistics
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Optional
 
@@ -137,6 +139,16 @@ def machine() -> dict:
     return {"cpu": model, "cores": os.cpu_count(), "memory_mb": mem_kb // 1024, "kernel": platform.release(),
             "arch": platform.machine(), "swift": swift[0] if swift else "?", "mosquitto": mosq[0] if mosq else "?",
             "loadavg_at_start": [round(x, 2) for x in load]}
+
+
+def save_results(result: dict, out_dir: str, prefix: str, latest: str) -> Path:
+    """Writes `result` as `<prefix>-<timestamp>.json` and as `latest` in `out_dir`; returns the latter."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(result, indent=2)
+    (out / f"{prefix}-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json").write_text(text)
+    (out / latest).write_text(text)
+    return out / latest
 
 
 # --- the stamp peripheral and the bridge's config ----------------------------------------------------------------

@@ -13,7 +13,6 @@ notification) to the receipt by a QoS 1 mosquitto_sub (C, timestamps with `%U`);
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -24,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (BASE, REPO, CpuMeter, StampSubscriber, World, gattbridge_binary, machine, median, percentile,  # noqa: E402
-                    sample, unstamp)
+from common import (BASE, REPO, CpuMeter, StampSubscriber, World, gattbridge_binary, machine, percentile,  # noqa: E402
+                    sample, save_results)
 from bench.bench import Process  # noqa: E402
 
 # Peers measured on this kind of bench (issue text): ble2mqtt (Python + bleak) 30.6 MB RSS and 5.9 % of a core at
@@ -267,13 +266,7 @@ def main() -> int:
         world.close()
 
     summarize(results)
-    out = Path(a.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    text = json.dumps(results, indent=2)
-    (out / f"bench-{stamp}.json").write_text(text)
-    (out / "latest.json").write_text(text)
-    print(f"\nJSON: {out / 'latest.json'} (and bench-{stamp}.json)")
+    print(f"\nJSON: {save_results(results, a.out_dir, 'bench', 'latest.json')} (and a timestamped copy)")
     return 0 if results.get("gattbridge_alive") else 1
 
 

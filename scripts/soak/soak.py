@@ -45,8 +45,8 @@ from typing import Optional
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 from common import (BASE, MOSQUITTO_EXTRA, REPO, World, gattbridge_binary, machine, sample,  # noqa: E402
-                    stamp_peripheral, unstamp)
-from bench.bench import Bench, Mosquitto, persistent_broker_config  # noqa: E402
+                    save_results, unstamp)
+from bench.bench import Mosquitto, persistent_broker_config  # noqa: E402
 
 FAULTS = ["peripheral", "bluez", "mosquitto", "sighup", "bad_command", "bad_serial"]
 LINK_FAULTS = {"peripheral", "bluez"}
@@ -377,7 +377,6 @@ class Soak:
                         unexplained.append({"stream": sid, "seq": missing, "t": round(lo - self.t_start, 2)})
         echoes = {p.decode("utf-8", "replace") for _, topic, p in msgs if topic == f"{BASE}/hm10/serial"}
         rejected = [json.loads(p) for _, topic, p in msgs if topic == f"{BASE}/bridge/log"]
-        rejected_cmds = {r.get("topic") for r in rejected}
         cmds_echoed = sum(1 for c in self.commands_sent if c in echoes)
         # A command whose write or echo was in the air when BlueZoo died is lost with the link. One published in the
         # 2 s before a broker restart, or before the bridge was back, may never reach the bridge: its MQTT session is
@@ -427,7 +426,6 @@ class Soak:
         not_recovered = [f for f in self.fault_log if f.get("recovered") is False]
         result["pass"] = (result["crashes"] == 0 and lost == 0 and not cmds_lost and not not_recovered
                           and result["rss_flat"])
-        _ = rejected_cmds
         return result
 
 
@@ -476,13 +474,7 @@ def main() -> int:
         soak.sub.close()
         soak.world.close()
     print_report(result)
-    out = Path(a.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    text = json.dumps(result, indent=2)
-    (out / f"soak-{stamp}.json").write_text(text)
-    (out / "soak-latest.json").write_text(text)
-    print(f"JSON: {out / 'soak-latest.json'}")
+    print(f"JSON: {save_results(result, a.out_dir, 'soak', 'soak-latest.json')} (and a timestamped copy)")
     return 0 if result["pass"] else 1
 
 
