@@ -126,20 +126,18 @@ public final class MQTTClient: Sendable {
     /// others are already waiting, so they stay last.
     func handOver(_ outgoing: OutgoingMessage, state: inout SessionState, mayDefer: Bool = true) -> MQTTPublishOutcome {
         var mid: Int32 = 0
-        let result: (rc: Int32, wantsWrite: Bool)
-        if mayDefer, !state.deferred.isEmpty {
+        let attempt: (rc: Int32, wantsWrite: Bool)?
+        if !mayDefer || (state.deferred.isEmpty && outgoing.tracked) {
+            attempt = handle.publish(outgoing.message, mid: &mid)
+        } else if state.deferred.isEmpty {
+            attempt = handle.tryPublish(outgoing.message, mid: &mid)
+        } else {
+            attempt = nil               // older messages wait for the network thread: this one goes after them
+        }
+        guard let result = attempt else {
             state.deferred.append(outgoing)
             wake.signal()
             return .handedOver
-        } else if mayDefer, !outgoing.tracked {
-            guard let attempt = handle.tryPublish(outgoing.message, mid: &mid) else {
-                state.deferred.append(outgoing)
-                wake.signal()
-                return .handedOver
-            }
-            result = attempt
-        } else {
-            result = handle.publish(outgoing.message, mid: &mid)
         }
         // A write that did not complete (socket buffer full) or a packet queued while the network thread is inside a
         // callback waits for the network thread, which only polls for POLLOUT when told.
@@ -148,6 +146,7 @@ public final class MQTTClient: Sendable {
         let accepted = rc == MOSQ_SUCCESS || (outgoing.message.qos > .atMostOnce && queuedDespiteError.contains(rc))
         guard accepted else {
             if rc == MOSQ_NO_CONN { state.droppedQoS0 += 1 }
+            // A publisher sees the outcome; on the network thread nobody does, so it is logged there.
             if mayDefer { return .dropped(mosquittoDescription(rc)) }
             return dropped(outgoing, reason: mosquittoDescription(rc))
         }
