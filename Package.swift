@@ -59,7 +59,7 @@ let package = Package(
         .testTarget(name: "ConfigTests", dependencies: ["Config"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
-        .testTarget(name: "BridgeTests", dependencies: ["Bridge"]),
+        .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BlueZ", "Bluetooth", "Codecs", "Config", "DBus"]),
     ],
     swiftLanguageModes: [.v6]
 )
