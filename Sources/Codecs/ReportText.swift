@@ -1,6 +1,8 @@
 /// Text from outside (MQTT payloads, topics, device data) made safe to quote in a log line or a report: control
 /// characters are escaped (`\n`, `\r`, `\t`, `\xNN`, and `\u{…}` for line separators), so a payload cannot forge a
 /// line of its own in the journal, and the text is cut so a large payload cannot blow up every report (SPEC §6).
+/// Backslashes stay as they are, so escaping text that was already escaped (a codec error quoting a payload, then
+/// the report quoting the error) changes nothing.
 public enum ReportText {
     /// `text` escaped, keeping at most `maxBytes` UTF-8 bytes of the original (never cutting a character), with
     /// "…" when something was cut.
@@ -18,7 +20,6 @@ public enum ReportText {
             case 0x0A: out += "\\n"
             case 0x0D: out += "\\r"
             case 0x09: out += "\\t"
-            case 0x5C: out += "\\\\"
             case 0x00..<0x20, 0x7F..<0xA0:
                 let hex = String(scalar.value, radix: 16)
                 out += "\\x" + (hex.count < 2 ? "0" + hex : hex)

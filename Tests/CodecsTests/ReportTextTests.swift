@@ -4,7 +4,9 @@ import Testing
 @Suite struct ReportTextTests {
     @Test func controlCharactersAreEscapedSoNoLineCanBeForged() {
         #expect(ReportText.escaped("zz\nFORGED critical line") == "zz\\nFORGED critical line")
-        #expect(ReportText.escaped("a\r\tb\u{1}\u{7f}\u{9b}\\") == "a\\r\\tb\\x01\\x7f\\x9b\\\\")
+        #expect(ReportText.escaped("a\r\tb\u{1}\u{7f}\u{9b}") == "a\\r\\tb\\x01\\x7f\\x9b")
+        let once = ReportText.escaped("zz\nFORGED")
+        #expect(ReportText.escaped(once) == once, "escaping twice changes nothing")
         #expect(ReportText.escaped("x\u{2028}y") == "x\\u{2028}y")
     }
 

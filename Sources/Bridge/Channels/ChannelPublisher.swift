@@ -104,6 +104,8 @@ final class TextState: Sendable {
             s.timer?.cancel()
             s.epoch &+= 1
             let epoch = s.epoch
+            // Unstructured on purpose: notifications arrive on the D-Bus loop thread, outside any task. One timer
+            // per text channel at most (re-arming cancels the previous one); it holds the state weakly.
             s.timer = Task { [weak self] in
                 try? await Task.sleep(for: after)
                 guard !Task.isCancelled, let self else { return }
