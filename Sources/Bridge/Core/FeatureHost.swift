@@ -1,6 +1,13 @@
 import MQTT
 import Synchronization
 
+/// The broker as features see it: the daemon's `MQTTLink`, a recorder in tests.
+protocol BrokerLink: MessagePublisher {
+    func publish(_ message: MQTTMessage)
+    func subscribe(_ filter: String)
+    func unsubscribe(_ filter: String)
+}
+
 /// What a feature asks of the core.
 enum CoreRequest: Sendable {
     case republish(states: Bool)
@@ -10,7 +17,7 @@ enum CoreRequest: Sendable {
 /// broker messages on their topic filters to them. Emitting never blocks: it is called from session loops and the
 /// core's actor alike.
 final class FeatureHost: Sendable {
-    let link: MQTTLink
+    let link: any BrokerLink
     let requests: AsyncStream<CoreRequest>.Continuation
     let requestStream: AsyncStream<CoreRequest>
     private struct State {
@@ -19,7 +26,7 @@ final class FeatureHost: Sendable {
     }
     private let state = Mutex(State())
 
-    init(link: MQTTLink) {
+    init(link: any BrokerLink) {
         self.link = link
         (requestStream, requests) = AsyncStream.makeStream(of: CoreRequest.self)
     }
@@ -54,7 +61,7 @@ final class FeatureHost: Sendable {
             if !state.filters.contains(where: { $0 == (filter, feature) }) { state.filters.append((filter, feature)) }
             return isNew
         }
-        if isNew { link.client.subscribe(filter, qos: .atLeastOnce) }
+        if isNew { link.subscribe(filter) }
     }
 
     func unsubscribe(_ filter: String, feature: Int) {
@@ -62,7 +69,7 @@ final class FeatureHost: Sendable {
             state.filters.removeAll { $0 == (filter, feature) }
             return !state.filters.contains { $0.filter == filter }
         }
-        if isLast { link.client.unsubscribe(filter) }
+        if isLast { link.unsubscribe(filter) }
     }
 
     /// A reload swapped in a new client, which starts without subscriptions.

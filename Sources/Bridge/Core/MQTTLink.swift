@@ -7,7 +7,7 @@ import Synchronization
 /// Publishes run under the same lock as the swap: a publish that raced a swap would otherwise land in the client
 /// being shut down and be lost. The lock is uncontended except during a swap, and `MQTTClient.publish` never calls
 /// back into the link.
-public final class MQTTLink: MessagePublisher, Sendable {
+public final class MQTTLink: BrokerLink, Sendable {
     private let current: Mutex<MQTTClient>
 
     public init(_ client: MQTTClient) {
@@ -34,5 +34,13 @@ public final class MQTTLink: MessagePublisher, Sendable {
         current.withLock { client in
             _ = client.publish(topic: message.topic, payload: message.payload, qos: message.qos, retain: message.retain)
         }
+    }
+
+    func subscribe(_ filter: String) {
+        client.subscribe(filter, qos: .atLeastOnce)
+    }
+
+    func unsubscribe(_ filter: String) {
+        client.unsubscribe(filter)
     }
 }

@@ -61,7 +61,7 @@ public struct BridgeDaemon: Sendable {
         let statusChanged: @Sendable () -> Void = { statusTrigger.yield() }
         let discovery = DiscoveryCoordinator(bluez: bluez, logger: logger)
         let features: [any BridgeFeature] = [
-            AvailabilityFeature(), RSSIFeature(), EventLogFeature(logger: logger),
+            DeviceTopicFeature.availability, DeviceTopicFeature.rssi, EventLogFeature(logger: logger),
             HomeAssistantFeature(version: version, logger: logger),
         ]
         let core = BridgeCore(config: config, bluez: bluez, link: link, discovery: discovery, features: features,
