@@ -53,7 +53,7 @@ extension ConfigValidator {
         guard let value = fields["password_file"],
               let path = nonEmptyString(value, key: "password_file", context: "mqtt") else { return nil }
         let resolved = TextFile.resolve(path, relativeTo: file)
-        switch TextFile.read(resolved) {
+        switch TextFile.read(resolved, limit: TextFile.secretLimit) {
         case .failure(let error):
             report(value, "cannot read password_file \"\(resolved)\": \(error)")
             return nil
