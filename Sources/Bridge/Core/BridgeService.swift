@@ -132,6 +132,7 @@ public struct BridgeService: Service {
             notifier.ready()
             return
         }
+        for warning in new.warnings(file: configPath) { logger.warning("\(warning)") }
         let old = await core.config
         var replacement: MQTTClient?
         if new.mqtt != old.mqtt {
