@@ -26,7 +26,7 @@ struct ScanCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        guard duration > 0, duration.isFinite else { throw ValidationError("--duration must be a positive number of seconds") }
+        _ = try secondsOption("--duration", duration)
         for service in services where BluetoothUUID(service) == nil {
             throw ValidationError("--service \(service) is not a UUID")
         }
@@ -37,7 +37,7 @@ struct ScanCommand: AsyncParsableCommand {
         let logger = Logger(label: "gattbridge.scan")
         let options = bluetooth
         let uuids = services.compactMap(BluetoothUUID.init)
-        let duration = Duration.milliseconds(Int64(self.duration * 1000))
+        let duration = try secondsOption("--duration", self.duration)
         let live = !json && Terminal.stdoutIsTerminal
         let session = try await BlueZSession.open(options, logger: logger)
         let results: ScanResults

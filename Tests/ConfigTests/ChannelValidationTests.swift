@@ -67,16 +67,16 @@ import Testing
     @Test func rangeAndTypeErrors() {
         #expect(issues(channelYAML("qos: 3", "interval: 0", "command_ttl: -1", "retain: \"true\"", "mode: poll", "homeassistant: fan")) == [
             "config.yaml:8:14: qos in channel \"ch\" must be an integer from 0 to 2, got 3",
-            "config.yaml:9:19: interval in channel \"ch\" must be a number of seconds greater than 0, got 0",
-            "config.yaml:10:22: command_ttl in channel \"ch\" must be a number of seconds greater than 0, got -1",
+            "config.yaml:9:19: interval in channel \"ch\" must be a number of seconds greater than 0 and at most 1000000000, got 0",
+            "config.yaml:10:22: command_ttl in channel \"ch\" must be a number of seconds greater than 0 and at most 1000000000, got -1",
             "config.yaml:11:17: retain in channel \"ch\" must be true or false, got the quoted string \"true\" (remove the quotes)",
             "config.yaml:12:15: mode in channel \"ch\" must be one of notify, read, got \"poll\"",
             "config.yaml:13:24: homeassistant in channel \"ch\" must be one of sensor, binary_sensor, switch, light, got \"fan\"",
         ])
         #expect(issues(channelYAML(codec: "text", "max_line: 0", "flush_after: soon", "interval: .inf")) == [
             "config.yaml:8:19: max_line in channel \"ch\" must be an integer from 1 to 1048576, got 0",
-            "config.yaml:9:22: flush_after in channel \"ch\" must be a number of seconds greater than 0, got \"soon\"",
-            "config.yaml:10:19: interval in channel \"ch\" must be a number of seconds greater than 0, got \".inf\"",
+            "config.yaml:9:22: flush_after in channel \"ch\" must be a number of seconds greater than 0 and at most 1000000000, got \"soon\"",
+            "config.yaml:10:19: interval in channel \"ch\" must be a number of seconds greater than 0 and at most 1000000000, got \".inf\"",
         ])
         #expect(issues(channelYAML("mode: Read")) == [
             "config.yaml:8:15: mode in channel \"ch\" must be one of notify, read, got \"Read\" (did you mean \"read\"?)",
