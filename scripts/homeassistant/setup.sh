@@ -34,6 +34,11 @@ if ! [ -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c '' 2>/dev/null; then
     "$python" -m venv "$VENV"
 fi
 log "installing Home Assistant into $VENV (a few minutes)"
-"$VENV/bin/python" -m pip install --disable-pip-version-check -q -r "$REQUIREMENTS"
+# Home Assistant's own pins for its indirect dependencies (package_constraints.txt, shipped inside the package): without
+# them pip's resolver takes the newest habluetooth and then walks back through dozens of bluetooth-data-tools sdists.
+home_assistant="$(grep -m1 '^homeassistant==' "$REQUIREMENTS")"
+"$VENV/bin/python" -m pip install --disable-pip-version-check -q --no-deps "$home_assistant"
+constraints="$("$VENV/bin/python" -c 'import pathlib, sysconfig; print(pathlib.Path(sysconfig.get_paths()["purelib"]) / "homeassistant" / "package_constraints.txt")')"
+"$VENV/bin/python" -m pip install --disable-pip-version-check -q -r "$REQUIREMENTS" -c "$constraints"
 echo "$want" > "$STAMP"
 log "ok"
