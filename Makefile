@@ -67,6 +67,13 @@ test: setup
 	$(MAKE) test-realbluez
 	$(MAKE) soak DURATION=$(TEST_SOAK_SECONDS)
 
+# The discovery against a real Home Assistant core (2024.3) in its own venv, .venv-ha (created on first use: ~5 min,
+# ~400 MB; Python 3.11 or 3.12, PYTHON_HA=… to choose it).
+.PHONY: test-homeassistant
+test-homeassistant: setup build
+	bash scripts/homeassistant/setup.sh
+	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/homeassistant -q $(PYTEST_ARGS)
+
 # gattbridge against the real bluetoothd and kernel in a QEMU guest (docs/REAL-BLUEZ.md): about 2–4 minutes.
 .PHONY: test-realbluez
 test-realbluez: setup build
