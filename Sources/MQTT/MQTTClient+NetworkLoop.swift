@@ -1,4 +1,5 @@
 import CMosquitto
+import Durations
 import Glibc
 import Logging
 
@@ -28,7 +29,7 @@ extension MQTTClient {
         var failures = 0
         var nextAttempt = MonotonicClock.nanoseconds
         var stopDeadline: Int64?
-        let keepalive = Int(min(max(configuration.keepalive.components.seconds, 5), 65_535))
+        let keepalive = Int(min(max(configuration.keepalive.inMilliseconds / 1000, 5), 65_535))
 
         while true {
             liveness.beat()
@@ -127,8 +128,8 @@ extension MQTTClient {
 
     /// reconnectDelay × 2^(failures − 1), capped at reconnectDelayMax.
     func backoff(failures: Int) -> Int64 {
-        let base = max(configuration.reconnectDelay.nanoseconds, 1_000_000)
-        let cap = max(configuration.reconnectDelayMax.nanoseconds, base)
+        let base = max(configuration.reconnectDelay.inNanoseconds, 1_000_000)
+        let cap = max(configuration.reconnectDelayMax.inNanoseconds, base)
         let shift = min(failures - 1, 30)
         let (scaled, overflow) = base.multipliedReportingOverflow(by: Int64(1) << shift)
         return overflow ? cap : min(scaled, cap)

@@ -1,3 +1,5 @@
+import Durations
+
 /// Which MQTT protocol the client speaks; both go through the same libmosquitto calls.
 public enum MQTTProtocolVersion: String, Sendable, CaseIterable {
     case v311 = "3.1.1"
@@ -68,7 +70,7 @@ public struct MQTTConfiguration: Sendable, CustomStringConvertible {
 
     public var description: String {
         var parts = ["\(tls == nil ? "mqtt" : "mqtts")://\(host):\(port)", "client_id=\(clientID)",
-                     "protocol=\(protocolVersion.rawValue)", "keepalive=\(keepalive.components.seconds)s"]
+                     "protocol=\(protocolVersion.rawValue)", "keepalive=\(keepalive.secondsDescription)s"]
         if let username { parts.append("username=\(username)") }
         if password != nil { parts.append("password=<redacted>") }
         return parts.joined(separator: " ")
