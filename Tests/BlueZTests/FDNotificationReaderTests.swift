@@ -53,6 +53,27 @@ struct FDNotificationReaderTests {
         #expect(yielded == 0)
     }
 
+    /// A zero-length notification reads as 0 bytes, like end-of-file: it must be delivered, and the
+    /// subscription must survive it; only the peer's close ends it.
+    @Test func emptyNotificationIsDeliveredAndOnlyTheHangUpEndsTheSubscription() async throws {
+        let loop = EventLoop()
+        let (ours, theirs) = Self.socketPair()
+        let (values, continuation) = AsyncStream<[UInt8]>.makeStream()
+        let reader = FDNotificationReader(loop: loop, fd: ours, mtu: 23, continuation: continuation)
+        reader.start()
+        var iterator = values.makeAsyncIterator()
+        Self.send(theirs, [])
+        #expect(await iterator.next() == [])
+        Self.send(theirs, [7])
+        Self.send(theirs, [])
+        Self.send(theirs, [8, 9])
+        #expect(await iterator.next() == [7])
+        #expect(await iterator.next() == [])
+        #expect(await iterator.next() == [8, 9])
+        _ = Glibc.close(theirs)
+        #expect(await iterator.next() == nil, "the hang-up ends the stream")
+    }
+
     @Test func withoutSinkValuesAreYieldedAndStopFinishesTheStream() async throws {
         let loop = EventLoop()
         let (ours, theirs) = Self.socketPair()
