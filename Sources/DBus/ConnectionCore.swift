@@ -1,4 +1,4 @@
-import CDBus
+internal import CDBus
 import Synchronization
 
 /// The libdbus side of a `DBusConnection`: the `DBusConnection*`, pending calls, subscriptions, exported handlers.

@@ -1,4 +1,4 @@
-import CDBus
+internal import CDBus
 import Durations
 import Glibc
 import Synchronization

@@ -1,4 +1,4 @@
-import CDBus
+internal import CDBus
 import Glibc
 
 /// libdbus type codes (`#define DBUS_TYPE_STRING ((int) 's')` and friends do not import into Swift).

@@ -1,4 +1,4 @@
-import CMosquitto
+internal import CMosquitto
 import Glibc
 
 /// The one owner of a `struct mosquitto *`, shared between the network thread and publishers (`@unchecked Sendable`).

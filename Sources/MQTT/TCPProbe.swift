@@ -1,4 +1,4 @@
-import CMosquitto
+internal import CMosquitto
 import Glibc
 
 /// A bounded TCP connect to the broker's address, closed at once: proves the address answers before a blocking
