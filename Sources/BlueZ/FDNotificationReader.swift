@@ -32,15 +32,16 @@ final class FDNotificationReader: Sendable {
     private let sink: (@Sendable ([UInt8]) -> Void)?
     private let state: Mutex<State>
 
-    /// Takes ownership of `fd`. `sink`, when given, receives every value on the loop thread (it must not block).
-    init(loop: EventLoop, fd: Int32, mtu: Int, continuation: AsyncStream<[UInt8]>.Continuation,
+    /// Takes ownership of `fd` (closed by `stop()` or at the hang-up). `sink`, when given, receives every value on
+    /// the loop thread (it must not block).
+    init(loop: EventLoop, fd: consuming OwnedFD, mtu: Int, continuation: AsyncStream<[UInt8]>.Continuation,
          sink: (@Sendable ([UInt8]) -> Void)? = nil) {
         self.loop = loop
         // A notification carries at most MTU − 3 bytes; a larger buffer costs nothing and survives an MTU we were not told.
         capacity = max(mtu, 1024)
         self.continuation = continuation
         self.sink = sink
-        state = Mutex(State(fd: fd))
+        state = Mutex(State(fd: fd.take()))
     }
 
     func start() {

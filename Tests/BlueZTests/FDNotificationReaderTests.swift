@@ -35,7 +35,7 @@ struct FDNotificationReaderTests {
         let received = Mutex<[[UInt8]]>([])
         let offLoop = Atomic(0)
         let (values, continuation) = AsyncStream<[UInt8]>.makeStream()
-        let reader = FDNotificationReader(loop: loop, fd: ours, mtu: 23, continuation: continuation, sink: { value in
+        let reader = FDNotificationReader(loop: loop, fd: OwnedFD(ours), mtu: 23, continuation: continuation, sink: { value in
             if !loop.isLoopThread { offLoop.add(1, ordering: .relaxed) }
             received.withLock { $0.append(value) }
         })
@@ -59,7 +59,7 @@ struct FDNotificationReaderTests {
         let loop = EventLoop()
         let (ours, theirs) = Self.socketPair()
         let (values, continuation) = AsyncStream<[UInt8]>.makeStream()
-        let reader = FDNotificationReader(loop: loop, fd: ours, mtu: 23, continuation: continuation)
+        let reader = FDNotificationReader(loop: loop, fd: OwnedFD(ours), mtu: 23, continuation: continuation)
         reader.start()
         var iterator = values.makeAsyncIterator()
         Self.send(theirs, [])
@@ -79,7 +79,7 @@ struct FDNotificationReaderTests {
         let (ours, theirs) = Self.socketPair()
         defer { _ = Glibc.close(theirs) }
         let (values, continuation) = AsyncStream<[UInt8]>.makeStream()
-        let reader = FDNotificationReader(loop: loop, fd: ours, mtu: 23, continuation: continuation)
+        let reader = FDNotificationReader(loop: loop, fd: OwnedFD(ours), mtu: 23, continuation: continuation)
         reader.start()
         Self.send(theirs, [1, 2])
         Self.send(theirs, [3])
@@ -99,7 +99,7 @@ struct FDNotificationReaderTests {
         defer { _ = Glibc.close(theirs) }
         let count = Atomic(0)
         let (values, continuation) = AsyncStream<[UInt8]>.makeStream()
-        let reader = FDNotificationReader(loop: loop, fd: ours, mtu: 23, continuation: continuation,
+        let reader = FDNotificationReader(loop: loop, fd: OwnedFD(ours), mtu: 23, continuation: continuation,
                                           sink: { _ in count.add(1, ordering: .relaxed) })
         reader.start()
         Self.send(theirs, [9])
