@@ -257,7 +257,10 @@ public final class MQTTClient: Sendable {
         let rc = result.rc
         let accepted = rc == MOSQ_SUCCESS || (outgoing.message.qos > .atMostOnce && queuedDespiteError.contains(rc))
         guard accepted else {
-            if rc == MOSQ_NO_CONN { state.droppedQoS0 += 1 }
+            if rc == MOSQ_NO_CONN {
+                state.droppedQoS0 += 1
+                reportDrop(.notConnected, count: 1)
+            }
             // A publisher sees the outcome; on the network thread nobody does, so it is logged there.
             if mayDefer { return .dropped(mosquittoDescription(rc)) }
             return dropped(outgoing, reason: mosquittoDescription(rc))
