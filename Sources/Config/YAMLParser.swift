@@ -1,4 +1,4 @@
-import CYAML
+internal import CYAML
 
 /// A YAML syntax or structure problem, positioned 1-based.
 struct YAMLError: Error, Sendable {

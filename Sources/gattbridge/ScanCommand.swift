@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlueZ
 import Bluetooth
+import Durations
 import Logging
 
 struct ScanCommand: AsyncParsableCommand {
@@ -79,7 +80,7 @@ struct ScanCommand: AsyncParsableCommand {
             throw CLIFailure(error, context: "scan on \(adapter.name)")
         }
         if live {
-            Terminal.err("Scanning on \(adapter.name) for \(duration.seconds) s (Ctrl-C to stop)…\n")
+            Terminal.err("Scanning on \(adapter.name) for \(duration.secondsDescription) s (Ctrl-C to stop)…\n")
         }
 
         let (inputs, input) = AsyncStream<Input>.makeStream()
