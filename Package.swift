@@ -43,7 +43,7 @@ let package = Package(
         // The bridge core: device sessions, commands, features on core events (availability, RSSI, events and logs,
         // Home Assistant), and the daemon's services.
         .target(name: "Bridge", dependencies: [
-            "BlueZ", "Bluetooth", "Codecs", "Config", "DBus", "MQTT", "Systemd",
+            "BlueZ", "Bluetooth", "Codecs", "Config", "DBus", "Durations", "MQTT", "Systemd",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
