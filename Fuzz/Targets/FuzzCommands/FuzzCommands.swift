@@ -5,8 +5,8 @@ import FuzzSupport
 
 /// MQTT command handling without a broker or a device: the topic is split (`BridgeTopics.parseCommand`), the device
 /// and channel looked up as `BridgeCore.handle` does, the `set` payload encoded (`CommandEncoding.encode`) for the
-/// channel it names or, failing that, for every writable channel, and text cut into MTU-sized writes; a rejection
-/// becomes the JSON report published on `B/bridge/log`.
+/// channel it names or, failing that, for every writable channel, and text cut into MTU-sized writes (as
+/// `CommandEncoding.chunks` does); a rejection becomes the JSON report published on `B/bridge/log`.
 ///
 /// Input: MTU byte, topic (length-prefixed), payload (the rest).
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -38,7 +38,7 @@ public func fuzzCommands(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
             require(topic == topics.set(device, channel), "set topic does not round-trip for \(channel.name)")
             encode(payload, for: channel, mtu: mtu, topic: topic)
         } else {
-            report(topic: topic, message: "channel \(device.name)/\(channel.name) is not writable")
+            report(topic: topic, message: "channel \(device.name)/\(channel.name) is not writable", payload: payload)
         }
     }
     return 0
@@ -65,21 +65,29 @@ private func encode(_ payload: [UInt8], for channel: ChannelConfig, mtu: Int, to
         let expected = Array(channel.codec.mapCommand(text).utf8) + Array(channel.writeDelimiter.utf8)
         require(bytes == expected, "text command \(text.debugDescription) encoded as \(bytes)")
         // What CommandEncoding.write sends: MTU-sized pieces of exactly these bytes.
-        let chunks = textChunks(String(decoding: bytes, as: UTF8.self), delimiter: "", mtu: mtu == 0 ? nil : mtu)
+        let chunks = CommandEncoding.chunks(bytes, channel: channel, mtu: mtu == 0 ? nil : mtu)
         require(chunks.flatMap { $0 } == bytes, "text command chunks lose bytes")
     } else {
         require(bytes == (try? channel.codec.encode(text)), "\(channel.name): encode disagrees with the codec")
     }
 }
 
-/// The `B/bridge/log` payload (EventPublisher.reject) must stay valid JSON for any topic and message.
-private func report(topic: String, message: String) {
-    let json = JSONValue.object([("level", .string("error")), ("message", .string(message)), ("topic", .string(topic))])
-    guard let parsed = try? JSONValue.parse(json.serialized) else {
-        fatalError("rejection report is not JSON: \(json.serialized.debugDescription)")
+/// The `B/bridge/log` payload (EventLogFeature.rejectionReport) must stay valid JSON for any topic, message and
+/// payload, carry no control character (a forged journal line), and stay small whatever the payload's size.
+private func report(topic: String, message: String, payload: [UInt8]? = nil) {
+    let report = EventLogFeature.rejectionReport(CommandRejection(topic: topic, reason: message, payload: payload))
+    guard let parsed = try? JSONValue.parse(report.json) else {
+        fatalError("rejection report is not JSON: \(report.json.debugDescription)")
     }
-    require(parsed["topic"]?.stringValue == topic && parsed["message"]?.stringValue == message,
+    require(parsed["topic"]?.stringValue == report.topic && parsed["message"]?.stringValue == report.message,
             "rejection report does not carry the topic and message back")
+    for text in [report.message, report.topic] {
+        require(!text.unicodeScalars.contains { $0.value < 0x20 || (0x7F..<0xA0).contains($0.value) || $0 == "\u{2028}" },
+                "control character in a report: \(text.debugDescription)")
+    }
+    // Each escaped byte of the original takes at most 4 (\xNN) and the cut keeps 512 + 64 + 256 of them.
+    require(report.message.utf8.count <= 4 * (512 + 64) + 64 && report.topic.utf8.count <= 4 * 256 + 8,
+            "report too long: \(report.message.utf8.count) bytes")
 }
 
 /// One device per interesting codec, every channel writable (loaded through the real config loader).

@@ -26,12 +26,18 @@ struct DeviceTopicFeature: BridgeFeature {
     func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
         var last: [String: (topic: String, payload: String)] = [:]
         var topics = BridgeTopics(base: "")
+        var connectedBefore = false
         for await event in events {
             switch event {
             case .configApplied(_, let config):
                 topics = BridgeTopics(base: config.mqtt.baseTopic)
             case .brokerConnected:
-                for (topic, payload) in last.values { context.publish(topic, payload, qos: 1, retain: true) }
+                // The first connect delivers what QoS 1 buffered meanwhile; sending it again would only repeat it.
+                // A reconnect may follow a broker restart that lost retained messages; QoS 0 was never buffered.
+                if connectedBefore || qos == 0 {
+                    for (topic, payload) in last.values { context.publish(topic, payload, qos: 1, retain: true) }
+                }
+                connectedBefore = true
             case .deviceRemoved(let device, let oldTopics):
                 last[device.name] = nil
                 context.publish(topic(oldTopics, device), "", qos: 1, retain: true)

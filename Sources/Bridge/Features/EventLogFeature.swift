@@ -68,17 +68,22 @@ struct EventLogFeature: BridgeFeature {
         }
     }
 
-    /// SPEC §4's `{"level","message","topic"}`; the payload, when the reason does not already quote it, is appended
-    /// to the message, cut and escaped.
     private func publishRejection(_ rejection: CommandRejection, topics: BridgeTopics, context: FeatureContext) {
+        let report = Self.rejectionReport(rejection)
+        logger.warning("command rejected: \(report.message)", metadata: ["topic": "\(report.topic)"])
+        context.publish(topics.bridgeLog, report.json, qos: 1)
+    }
+
+    /// SPEC §4's `{"level","message","topic"}` for a rejected command: outside text (reason, topic) escaped and cut;
+    /// the payload, when the reason does not already quote it, appended cut to 64 bytes (SPEC §6).
+    static func rejectionReport(_ rejection: CommandRejection) -> (message: String, topic: String, json: String) {
         var message = ReportText.escaped(rejection.reason, maxBytes: 512)
         if let payload = rejection.payload {
             message += " (payload \"\(ReportText.escaped(payload, maxBytes: 64))\")"
         }
         let topic = ReportText.escaped(rejection.topic, maxBytes: 256)
-        logger.warning("command rejected: \(message)", metadata: ["topic": "\(topic)"])
         let json = JSONValue.object([("level", .string("error")), ("message", .string(message)), ("topic", .string(topic))])
-        context.publish(topics.bridgeLog, json.serialized, qos: 1)
+        return (message, topic, json.serialized)
     }
 
     static func explain(_ reason: MQTTDropReport.Reason) -> String {

@@ -13,7 +13,9 @@ import Testing
             host.emit(.availability(lamp, online: false))
             host.emit(.availability(lamp, online: true))
             host.emit(.rssi(lamp, -60))                               // not this feature's topic
-            host.emit(.brokerConnected)
+            host.emit(.brokerConnected)                               // the first: QoS 1 was buffered, no repeat
+            host.emit(.brokerDisconnected)
+            host.emit(.brokerConnected)                               // a reconnect: the broker may have lost it
             host.emit(.deviceRemoved(lamp, topics: BridgeTopics(base: "b")))
             try await eventually("cleared") { link.payloads("b/lamp/availability").last == "" }
             #expect(link.payloads("b/lamp/availability") == ["offline", "online", "online", ""])
