@@ -62,6 +62,7 @@ test: setup
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/integration -q $(PYTEST_ARGS)
+	$(MAKE) test-homeassistant
 	bash scripts/check-unit.sh
 	$(MAKE) fuzz-smoke
 	$(MAKE) test-realbluez
