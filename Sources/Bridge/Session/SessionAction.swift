@@ -28,7 +28,7 @@ public enum SessionAction: Sendable, Hashable {
     case scheduleBackoff(Duration, SessionGeneration)
     case cancelBackoff
     case emitEvent(BridgeEvent)
-    /// Expire, then write in arrival order, the commands that waited for the connection (`CommandQueue`).
+    /// The link is up: run the commands that waited for it, in arrival order (`CommandScheduler`).
     case flushPendingCommands
     /// Call `Adapter1.RemoveDevice` for this device (flushes BlueZ's cached GATT tree).
     case removeDevice
