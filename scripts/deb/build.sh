@@ -33,9 +33,12 @@ fi
 VERSION="$(bash "$REPO/scripts/deb/version.sh")"
 ARCH="$(dpkg --print-architecture)"
 
-# The changelog's date: when the version last changed (reproducible), else now (a tree without git history).
-date_="$(git -C "$REPO" log -1 --format=%aD -- Sources/gattbridge/GattBridgeVersion.swift 2>/dev/null || true)"
-[ -n "$date_" ] || date_="$(date -R)"
+# The changelog's date, and every file's mtime in the package: when the version last changed (reproducible), else
+# now (a tree without git history).
+epoch="$(git -C "$REPO" log -1 --format=%at -- Sources/gattbridge/GattBridgeVersion.swift 2>/dev/null || true)"
+[ -n "$epoch" ] || epoch="$(date +%s)"
+export SOURCE_DATE_EPOCH="$epoch"
+date_="$(date -R -u -d "@$epoch")"
 maintainer="$(sed -n 's/^Maintainer: //p' "$REPO/packaging/debian/control")"
 
 rm -rf "$STAGE"
@@ -53,7 +56,12 @@ log "packaging $BIN as gattbridge $VERSION ($ARCH)"
 rm -f "$DIST/gattbridge_${VERSION}_${ARCH}.deb"
 # debian/rules is the interface (Debian policy 4.9); dpkg-buildpackage would only add a .changes and .buildinfo,
 # written next to the source tree, which this package has no use for.
-(cd "$STAGE" && GATTBRIDGE_REPO="$REPO" GATTBRIDGE_BIN="$BIN" DEB_OUT="$DIST" debian/rules binary) >&2
+if ! (cd "$STAGE" && GATTBRIDGE_REPO="$REPO" GATTBRIDGE_BIN="$BIN" DEB_OUT="$DIST" debian/rules binary) \
+        > "$REPO/.build-deb/build.log" 2>&1; then
+    tail -30 "$REPO/.build-deb/build.log" >&2
+    log "FAILED: debian/rules binary (log: .build-deb/build.log)"
+    exit 1
+fi
 deb="$DIST/gattbridge_${VERSION}_${ARCH}.deb"
 [ -f "$deb" ] || { log "debian/rules did not produce $deb"; exit 1; }
 log "built $deb"
