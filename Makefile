@@ -140,7 +140,7 @@ check-unit:
 # --- Debian package (README "Install on a Raspberry Pi") -------------------------------------------------------------
 # `make deb`: dist/gattbridge_<version>_<arch>.deb for this machine's architecture (arm64 on a Pi), from the release
 # build; the version is GattBridgeVersion.swift's (scripts/deb/version.sh). `make test-deb`: lintian, then an install
-# in a fresh debootstrapped Debian 12 (root, through sudo when needed; ~1 min the first time, seconds after).
+# in a fresh debootstrapped Debian 12 (root, through sudo when needed; a few minutes the first time, ~1 min after).
 # DEB_BIN is the binary packaged and DEB_BIN_TARGET the target that builds it.
 DEB_BIN_TARGET ?= release
 DEB_BIN        ?= $(RELEASE_BIN)

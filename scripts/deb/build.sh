@@ -55,7 +55,9 @@ EOF
 log "packaging $BIN as gattbridge $VERSION ($ARCH)"
 rm -f "$DIST/gattbridge_${VERSION}_${ARCH}.deb"
 # debian/rules is the interface (Debian policy 4.9); dpkg-buildpackage would only add a .changes and .buildinfo,
-# written next to the source tree, which this package has no use for.
+# written next to the source tree, which this package has no use for. What it would set from debian/control's
+# Rules-Requires-Root: no, set here: the package builds as any user, its files owned by root in the .deb.
+export DEB_RULES_REQUIRES_ROOT=no
 if ! (cd "$STAGE" && GATTBRIDGE_REPO="$REPO" GATTBRIDGE_BIN="$BIN" DEB_OUT="$DIST" debian/rules binary) \
         > "$REPO/.build-deb/build.log" 2>&1; then
     tail -30 "$REPO/.build-deb/build.log" >&2

@@ -3,13 +3,14 @@
 #
 #   1. lintian: no errors (the warnings it may print are listed below, with why they stay).
 #   2. An install on a fresh Debian 12: a `debootstrap --variant=minbase bookworm` root of the test's own
-#      (.build-deb/root; the clean root is cached as .build-deb/bookworm-minbase-<arch>.tar, and downloaded .debs in
-#      .build-deb/apt-archives, so a rerun takes seconds), in which `apt-get install --no-install-recommends ./the.deb`
-#      must pull every dependency from the archive. Then: `gattbridge --version` is the package's version, nothing in
-#      `ldd` is missing, `config check` of the shipped config passes, `systemd-analyze verify` of the installed unit
-#      prints nothing, the user exists (in group bluetooth), the service is enabled, the mqtt-password placeholder is
-#      there; a reinstall (the upgrade path of the maintainer scripts) keeps an edited config and a written password;
-#      `apt-get remove` keeps /etc/gattbridge, `apt-get purge` removes it.
+#      (.build-deb/root; the clean root is cached as .build-deb/bookworm-minbase-<arch>.tar and the downloaded .debs
+#      in .build-deb/apt-archives, so a rerun needs the network only to revalidate the package lists), in which
+#      `apt-get install --no-install-recommends ./the.deb` must pull every dependency from the archive. Then:
+#      `gattbridge --version` is the package's version, nothing in `ldd` is missing, `config check` of the shipped
+#      config passes, `systemd-analyze verify` of the installed unit prints nothing, the user exists (in group
+#      bluetooth), the service is enabled, the mqtt-password placeholder is there; a reinstall (the upgrade path of
+#      the maintainer scripts) keeps an edited config and a written password; `apt-get remove` keeps /etc/gattbridge,
+#      `apt-get purge` removes it.
 #
 # It needs root (debootstrap, chroot, mounts): run as a user, it runs itself again through sudo.
 #
@@ -24,8 +25,9 @@
 #     policy 12.7 would name it changelog.gz.
 # With -I --pedantic it adds only informational tags: hardening-no-bindnow (the release link flags are chosen for the
 # idle daemon's memory and start, docs/MEMORY.md), hardening-no-fortify-functions (_FORTIFY_SOURCE is for C, and
-# gattbridge has no C sources), binary-has-unneeded-section .comment, spelling-error-in-binary (strings in the Swift runtime, not ours) and
-# package-supports-alternative-init-but-no-init.d-script (the daemon is a Type=notify service: systemd only).
+# gattbridge has no C sources), binary-has-unneeded-section .comment, spelling-error-in-binary (strings in the
+# Swift runtime, not ours) and package-supports-alternative-init-but-no-init.d-script (the daemon is a Type=notify
+# service: systemd only).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -78,7 +80,8 @@ find_mirror() {
                                    if ($(i + 1) == "bookworm") { print $i; exit } }' "$f" ;;
             *.sources)
                 # One stanza at a time: print its first URI when it is a deb source whose suites include bookworm.
-                awk 'function flush() { if (deb && suite && uri != "") { print uri; found = 1 } deb = suite = 0; uri = "" }
+                awk 'function flush() { if (deb && suite && uri != "") { print uri; found = 1 }
+                                        deb = suite = 0; uri = "" }
                      /^[ \t]*$/ { flush(); if (found) exit; next }
                      tolower($1) == "types:" { for (i = 2; i <= NF; i++) if ($i == "deb") deb = 1 }
                      tolower($1) == "uris:" { uri = $2 }
@@ -138,7 +141,9 @@ printf '#!/bin/sh\nexit 101\n' > "$ROOT/usr/sbin/policy-rc.d"
 chmod 0755 "$ROOT/usr/sbin/policy-rc.d"
 cp "$DEB" "$ROOT/tmp/"
 
-in_root() { chroot "$ROOT" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 "$@"; }
+in_root() {
+    chroot "$ROOT" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 "$@"
+}
 
 t0=$(date +%s)
 in_root apt-get update -qq || fail "apt-get update in the root"
@@ -194,7 +199,8 @@ fi
 printf 'secret\n' > "$pw"
 sed -i 's/^  client_id: gattbridge-pi /  client_id: gattbridge-test /' "$ROOT/etc/gattbridge/config.yaml"
 in_root dpkg -i "/tmp/$(basename "$DEB")" >>"$WORK/install.log" 2>&1 || fail "reinstall (log: $WORK/install.log)"
-grep -q '^  client_id: gattbridge-test ' "$ROOT/etc/gattbridge/config.yaml" || fail "reinstall replaced the edited config"
+grep -q '^  client_id: gattbridge-test ' "$ROOT/etc/gattbridge/config.yaml" \
+    || fail "reinstall replaced the edited config"
 [ "$(cat "$pw")" = secret ] || fail "reinstall replaced the mqtt-password"
 check "reinstall keeps the edited config.yaml and mqtt-password"
 
