@@ -38,12 +38,13 @@ let package = Package(
         ]),
         // sd_notify, watchdog, journald-aware logging.
         .target(name: "Systemd", dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")]),
-        // The bridge core: device sessions, channels, reconnection policy, Home Assistant, events.
+        // The bridge core: device sessions, commands, features on core events (availability, RSSI, events and logs,
+        // Home Assistant), and the daemon's services.
         .target(name: "Bridge", dependencies: [
-            "BlueZ", "Bluetooth", "Codecs", "Config", "MQTT", "Systemd",
+            "BlueZ", "Bluetooth", "Codecs", "Config", "DBus", "MQTT", "Systemd",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            .product(name: "DequeModule", package: "swift-collections"),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "gattbridge", dependencies: [
             "Bridge", "BlueZ", "Bluetooth", "Codecs", "Config", "Systemd", "DBus",
@@ -59,7 +60,7 @@ let package = Package(
         .testTarget(name: "ConfigTests", dependencies: ["Config"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
-        .testTarget(name: "BridgeTests", dependencies: ["Bridge"]),
+        .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BlueZ", "Bluetooth", "Codecs", "Config", "DBus"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,7 +1,12 @@
 import Bluetooth
 
 /// Helpers for BlueZ's object path layout, `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF/service000a/char000b/desc000d`.
-enum ObjectPath {
+public enum ObjectPath {
+    /// The path BlueZ gives a device of an adapter: `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF`.
+    public static func device(adapter: String, address: BluetoothAddress) -> String {
+        adapter + "/dev_" + String(address.description.map { $0 == ":" ? "_" : $0 })
+    }
+
     /// The device path a GATT object lives under, or the path itself for a device.
     static func device(of path: String) -> String? {
         let components = path.split(separator: "/", omittingEmptySubsequences: false)

@@ -25,12 +25,12 @@ enum Hex {
             let chars = Array(group.utf8)
             guard !chars.isEmpty else { throw CodecError("\(PayloadText.quoted(payload)) is not hex: empty 0x group") }
             guard chars.count % 2 == 0 else {
-                throw CodecError("\(PayloadText.quoted(payload)) is not hex: odd number of digits in \"\(group)\"")
+                throw CodecError("\(PayloadText.quoted(payload)) is not hex: odd number of digits in \(PayloadText.quoted(group))")
             }
             var index = 0
             while index < chars.count {
                 guard let high = value(chars[index]), let low = value(chars[index + 1]) else {
-                    throw CodecError("\(PayloadText.quoted(payload)) is not hex: invalid digit in \"\(group)\"")
+                    throw CodecError("\(PayloadText.quoted(payload)) is not hex: invalid digit in \(PayloadText.quoted(group))")
                 }
                 bytes.append(high << 4 | low)
                 index += 2

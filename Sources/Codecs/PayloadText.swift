@@ -9,10 +9,8 @@ enum PayloadText {
         return Substring(scalars[first...last])
     }
 
-    /// `text` quoted for an error message, shortened so a huge payload does not flood the log.
+    /// `text` quoted for an error message: cut and escaped, so a payload cannot flood the log or forge a line in it.
     static func quoted(_ text: some StringProtocol) -> String {
-        let limit = 40
-        if text.count <= limit { return "\"\(text)\"" }
-        return "\"\(text.prefix(limit))…\""
+        "\"\(ReportText.escaped(text, maxBytes: 64))\""
     }
 }

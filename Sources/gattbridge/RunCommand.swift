@@ -2,7 +2,6 @@ import ArgumentParser
 import Bridge
 import Config
 import Logging
-import ServiceLifecycle
 import Systemd
 import UnixSignals
 
@@ -33,16 +32,11 @@ struct RunCommand: AsyncParsableCommand {
             throw ExitCode(ExitStatus.configError)
         }
 
-        let service = BridgeService(configPath: config, config: bridgeConfig, logger: logger,
-                                    reloadSignals: reloads, version: GattBridgeVersion.string)
-        let group = ServiceGroup(configuration: .init(
-            services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup,
-                             failureTerminationBehavior: .gracefullyShutdownGroup)],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger))
+        let daemon = BridgeDaemon(configPath: config, config: bridgeConfig, logger: logger, reloadSignals: reloads,
+                                  version: GattBridgeVersion.string)
         do {
-            try await group.run()
-        } catch let error as BridgeService.StartupError {
+            try await daemon.run()
+        } catch let error as BridgeDaemon.StartupError {
             throw CLIFailure(ExitStatus.unavailable, error.description)
         }
     }

@@ -451,9 +451,11 @@ def test_start_up_clears_own_leftovers_and_leaves_other_integrations_alone(bench
     leftover_channel = f"{PREFIX}/binary_sensor/gattbridge_C0FFEE000001/old_channel/config"  # a configured device
     foreign = f"{PREFIX}/sensor/zigbee_abc/x/config"
     foreign_payload = json.dumps({"name": "x", "state_topic": "zigbee2mqtt/abc", "unique_id": "zigbee_abc_x"})
+    # Leftovers of this bridge carry its availability topic (every config it publishes does); that is how it tells
+    # its own from another bridge's.
     for topic in (leftover_device, leftover_channel):
-        mqtt.publish(topic, json.dumps({"name": "old", "state_topic": "gattbridge/old/old", "unique_id": "old"}),
-                     retain=True)
+        mqtt.publish(topic, json.dumps({"name": "old", "state_topic": "gattbridge/old/old", "unique_id": "old",
+                                        "availability": [{"topic": "gattbridge/bridge/state"}]}), retain=True)
     mqtt.publish(foreign, foreign_payload, retain=True)
     assert set(retained(bench, mosquitto, f"{PREFIX}/#")) == {leftover_device, leftover_channel, foreign}
 

@@ -15,6 +15,11 @@ Faults, one every SOAK_FAULT_INTERVAL seconds (default 20, ±30 % jitter), in a 
   sighup       SIGHUP: the daemon reloads its (unchanged) config: RELOADING=1 … READY=1, no device interrupted
   bad_command  malformed commands: invalid UTF-8, unknown device/channel, not writable, oversized (256 KiB), bad verb
   bad_serial   the HM-10 notifies invalid UTF-8 and an over-long line (4 KiB without delimiter)
+  retained_command  a retained `set` sits on the broker while the broker restarts (the bridge resubscribes): it must
+               not be executed (no echo), it is reported on bridge/log, and commands keep working
+  huge_publish a 50 MB `set`: refused by the broker's limit or dropped by the bridge, never held in memory
+  get_flood    2,000 `get`s at once on the HM-10's channel: coalesced (one read pending), a command right after
+               them still makes its round trip
 
 Losses: notifications the peripheral sent while the bridge was subscribed, not received by the subscriber. Those
 that were in the air when a peripheral or BlueZoo died are lost with the link (BLE has no retransmission across a
@@ -48,7 +53,8 @@ from common import (BASE, MOSQUITTO_EXTRA, REPO, World, gattbridge_binary, machi
                     save_results, unstamp)
 from bench.bench import Mosquitto, persistent_broker_config  # noqa: E402
 
-FAULTS = ["peripheral", "bluez", "mosquitto", "sighup", "bad_command", "bad_serial"]
+FAULTS = ["peripheral", "bluez", "mosquitto", "sighup", "bad_command", "bad_serial", "retained_command",
+          "huge_publish", "get_flood"]
 LINK_FAULTS = {"peripheral", "bluez"}
 
 
@@ -105,8 +111,8 @@ class Subscriber:
             time.sleep(0.05)
         return None
 
-    def publish(self, topic: str, payload: bytes, qos: int = 1) -> None:
-        self.client.publish(topic, payload, qos=qos)
+    def publish(self, topic: str, payload: bytes, qos: int = 1, retain: bool = False) -> None:
+        self.client.publish(topic, payload, qos=qos, retain=retain)
 
     def close(self) -> None:
         self.client.disconnect()
@@ -134,6 +140,7 @@ class Soak:
         self.next_stream = 100
         self.streams: dict[int, dict] = {}       # stream id → {"path", "produced" (None when killed), "start"}
         self.windows: list[tuple[str, float, float]] = []   # (fault kind, start, end) of faults that lose in the air
+        self.retained_lines: set[str] = set()      # retained commands published: they must never be echoed
         self.broker_windows: list[tuple[float, float]] = []  # (start, end) of broker restarts: commands can't reach us
         self.recovery: dict[str, list[float]] = {k: [] for k in FAULTS}
         self.fault_log: list[dict] = []
@@ -280,6 +287,36 @@ class Soak:
             echoed = self.sub.wait_for(lambda m: m[1] == f"{BASE}/hm10/serial" and m[2] == probe.encode(), 40, mark)
             recovered = echoed[0] if got and bad and echoed else None
             detail["pieces"] = sum(1 for m in self.sub.since(mark) if m[1] == f"{BASE}/hm10/serial" and m[2].startswith(b"L"))
+        elif kind == "retained_command":
+            line = f"retained-{self.command_n}"
+            self.retained_lines.add(line)
+            self.sub.publish(f"{BASE}/hm10/serial/set", line.encode(), retain=True)
+            self.broker.stop()
+            time.sleep(self.rng.uniform(1, 2))
+            self.broker.start()
+            t_back = time.monotonic()
+            times = [self.wait_flow(p, mark, sent_after=t_back) for p in ("fd", "sig")]
+            logged = self.sub.wait_for(lambda m: m[1] == f"{BASE}/bridge/log" and b"retained" in m[2], 20, mark)
+            probe = self.send_command()
+            echoed = self.sub.wait_for(lambda m: m[1] == f"{BASE}/hm10/serial" and m[2] == probe.encode(), 40, mark)
+            self.sub.publish(f"{BASE}/hm10/serial/set", b"", retain=True)
+            self.broker_windows.append((t0, time.monotonic()))
+            recovered = max(times + [echoed[0]]) if all(times) and logged and echoed else None
+        elif kind == "huge_publish":
+            before = sample(self.gb.pid).rss_kb
+            self.sub.publish(f"{BASE}/hm10/serial/set", b"x" * (50 * 1024 * 1024))
+            probe = self.send_command()
+            echoed = self.sub.wait_for(lambda m: m[1] == f"{BASE}/hm10/serial" and m[2] == probe.encode(), 60, mark)
+            detail["rss_growth_kb"] = sample(self.gb.pid).rss_kb - before
+            recovered = echoed[0] if echoed and detail["rss_growth_kb"] < 16 * 1024 else None
+        elif kind == "get_flood":
+            for _ in range(2000):
+                self.sub.publish(f"{BASE}/hm10/serial/get", b"", qos=0)
+            probe = self.send_command()
+            echoed = self.sub.wait_for(lambda m: m[1] == f"{BASE}/hm10/serial" and m[2] == probe.encode(), 40, mark)
+            detail["reads_published"] = sum(1 for m in self.sub.since(mark)
+                                            if m[1] == f"{BASE}/hm10/serial" and m[2] == b"")
+            recovered = echoed[0] if echoed else None
         if recovered is None:
             detail["recovered"] = False
             log(f"fault {kind}: NOT recovered")
@@ -424,8 +461,9 @@ class Soak:
         growth = result["rss_kb"]["growth_percent"]
         result["rss_flat"] = growth is not None and (growth <= 10 or last - first <= 1024)
         not_recovered = [f for f in self.fault_log if f.get("recovered") is False]
+        result["retained_commands_executed"] = sorted(self.retained_lines & echoes)
         result["pass"] = (result["crashes"] == 0 and lost == 0 and not cmds_lost and not not_recovered
-                          and result["rss_flat"])
+                          and result["rss_flat"] and not result["retained_commands_executed"])
         return result
 
 

@@ -9,21 +9,30 @@ import Synchronization
 final class ChannelPublisher: Sendable {
     let channel: ChannelConfig
     let topic: String
-    private let mqtt: MQTTLink
+    private let mqtt: any MessagePublisher
     private let logger: Logger
     private let text: TextState?
     /// The last payload published, for a Home Assistant restart (`<prefix>/status` online) to get current states.
     private let last = Mutex<String?>(nil)
 
-    init(channel: ChannelConfig, topic: String, mqtt: MQTTLink, logger: Logger) {
+    init(channel: ChannelConfig, topic: String, publisher: any MessagePublisher, logger: Logger) {
         self.channel = channel
         self.topic = topic
-        self.mqtt = mqtt
+        self.mqtt = publisher
         self.logger = logger
         self.text = channel.codecKind == .text ? TextState(delimiter: channel.delimiter, maxLine: channel.maxLine) : nil
     }
 
-    /// One value from the characteristic (a notification or a read).
+    /// A value read (a poll or a `get`): a whole value, never spliced into a notify text channel's partial line.
+    /// A trailing delimiter is dropped, as the framer would.
+    func publishRead(_ bytes: [UInt8]) {
+        guard channel.codecKind == .text else { return decodeAndSend(bytes) }
+        var line = String(decoding: bytes, as: UTF8.self)
+        if !channel.delimiter.isEmpty, line.hasSuffix(channel.delimiter) { line.removeLast(channel.delimiter.count) }
+        send(channel.codec.mapLine(line))
+    }
+
+    /// One notification.
     func publish(_ bytes: [UInt8]) {
         if let text {
             let codec = channel.codec
@@ -33,6 +42,10 @@ final class ChannelPublisher: Sendable {
             }
             return
         }
+        decodeAndSend(bytes)
+    }
+
+    private func decodeAndSend(_ bytes: [UInt8]) {
         do {
             send(try channel.codec.decode(bytes))
         } catch {
@@ -91,6 +104,8 @@ final class TextState: Sendable {
             s.timer?.cancel()
             s.epoch &+= 1
             let epoch = s.epoch
+            // Unstructured on purpose: notifications arrive on the D-Bus loop thread, outside any task. One timer
+            // per text channel at most (re-arming cancels the previous one); it holds the state weakly.
             s.timer = Task { [weak self] in
                 try? await Task.sleep(for: after)
                 guard !Task.isCancelled, let self else { return }

@@ -29,18 +29,11 @@ enum CommandEncoding {
         return info.canWrite ? .request : .command
     }
 
-    /// Text goes out in chunks of MTU − 3 bytes (20 when the MTU is unknown), in order, cut between characters (a
-    /// receiver may decode each write on its own); other codecs in one write.
-    static func write(_ bytes: [UInt8], channel: ChannelConfig, characteristic info: GattCharacteristicInfo,
-                      bluez: BlueZClient) async throws(BlueZError) {
-        let type = writeType(channel, info)
-        guard channel.codecKind == .text else {
-            try await bluez.writeValue(characteristic: info.path, bytes, type: type)
-            return
-        }
+    /// What one command writes, in order: text in chunks of MTU − 3 bytes (20 when the MTU is unknown), cut between
+    /// characters (a receiver may decode each write on its own); other codecs in one write.
+    static func chunks(_ bytes: [UInt8], channel: ChannelConfig, mtu: Int?) -> [[UInt8]] {
+        guard channel.codecKind == .text else { return [bytes] }
         // `encode` validated the UTF-8 and appended the delimiter, so decoding gives back exactly these bytes.
-        for chunk in textChunks(String(decoding: bytes, as: UTF8.self), delimiter: "", mtu: info.mtu) {
-            try await bluez.writeValue(characteristic: info.path, chunk, type: type)
-        }
+        return textChunks(String(decoding: bytes, as: UTF8.self), delimiter: "", mtu: mtu)
     }
 }

@@ -3,70 +3,130 @@ import Bluetooth
 import Config
 import Logging
 import MQTT
+import Synchronization
 
-/// Owns the device sessions and routes to them: BlueZ events by device address, MQTT commands by topic. Features
-/// such as Home Assistant discovery react to its state through `BridgeFeature`s rather than living in here.
+/// Owns the device sessions and the features. It routes BlueZ events to sessions by device address and MQTT
+/// commands to sessions by topic (straight, no feature in between), turns what sessions report into `CoreEvent`s for
+/// the features, and applies config changes. `run()` is where sessions and features live: nothing they start
+/// outlives it.
 public actor BridgeCore {
     public private(set) var config: BridgeConfig
-    let bluez: BlueZClient
-    let mqtt: MQTTLink
+    private let bluez: BlueZClient
+    private let link: MQTTLink
     private let logger: Logger
+    private let host: FeatureHost
+    /// Attached at init, so events emitted before `run()` (a fast first broker connect) wait in their streams.
+    private let features: [(feature: any BridgeFeature, events: AsyncStream<CoreEvent>, context: FeatureContext)]
     private let gate = ConnectGate<String>()
     private let discovery: DiscoveryCoordinator
     private var sessions: [String: DeviceSession] = [:]            // by device name
     private var byAddress: [BluetoothAddress: DeviceSession] = [:]
     private var adapter: AdapterInfo?
-    private var features: [any BridgeFeature] = []
-    private let statusChanged: @Sendable () -> Void
+    private let board: AvailabilityBoard
+    private let spawns: AsyncStream<DeviceSession>
+    private let spawner: AsyncStream<DeviceSession>.Continuation
+    /// Retained command topics already reported, so a retained command is reported once, not at every reconnect.
+    private var reportedRetained: Set<String> = []
 
-    public init(config: BridgeConfig, bluez: BlueZClient, mqtt: MQTTLink, logger: Logger,
-                statusChanged: @escaping @Sendable () -> Void = {}) {
+    public init(config: BridgeConfig, bluez: BlueZClient, link: MQTTLink, discovery: DiscoveryCoordinator,
+                features: [any BridgeFeature], logger: Logger, statusChanged: @escaping @Sendable () -> Void = {}) {
         self.config = config
         self.bluez = bluez
-        self.mqtt = mqtt
+        self.link = link
         self.logger = logger
-        self.discovery = DiscoveryCoordinator(bluez: bluez, logger: logger)
-        self.statusChanged = statusChanged
+        self.discovery = discovery
+        let host = FeatureHost(link: link)
+        self.host = host
+        self.features = features.map { feature in
+            let (events, context) = host.attach()
+            return (feature, events, context)
+        }
+        self.board = AvailabilityBoard(changed: statusChanged)
+        (spawns, spawner) = AsyncStream.makeStream(of: DeviceSession.self)
     }
 
     var topics: BridgeTopics { BridgeTopics(base: config.mqtt.baseTopic) }
 
-    public func add(_ feature: any BridgeFeature) {
-        features.append(feature)
-    }
+    // MARK: - Life
 
-    /// Starts every configured device. Devices run independently: one that never shows up delays nobody.
-    public func start() async {
-        let available = await bluez.isAvailable
-        adapter = await currentAdapter()
-        if adapter == nil { logger.warning("no Bluetooth adapter yet; waiting for one") }
-        for device in config.devices { await startSession(device, bluezAvailable: available) }
-        subscribeCommands()
-        for feature in features { await feature.started(core: self) }
-        statusChanged()
-    }
-
-    public func stop() async {
-        await withTaskGroup(of: Void.self) { group in
-            for session in sessions.values { group.addTask { await session.stop() } }
+    /// Runs the features and the sessions until `shutdown()`. Sessions for the configured devices start at once;
+    /// devices run independently: one that never shows up delays nobody.
+    public func run() async {
+        let requests = host.requestStream
+        await withDiscardingTaskGroup { group in
+            for (feature, events, context) in features {
+                group.addTask { await feature.run(events, context) }
+            }
+            group.addTask { [weak self] in
+                for await request in requests { await self?.perform(request) }
+            }
+            await start()
+            for await session in spawns {
+                group.addTask { await session.run() }
+            }
         }
     }
 
-    private func startSession(_ device: DeviceConfig, bluezAvailable: Bool) async {
-        let context = SessionContext(bluez: bluez, mqtt: mqtt, topics: topics, gate: gate, discovery: discovery,
-                                     events: EventPublisher(mqtt: mqtt, topics: topics, logger: logger),
-                                     logger: logger, availabilityChanged: statusChanged,
-                                     deviceIdentified: { [weak self] name, identity in
-                                         Task { await self?.deviceIdentified(name, identity) }
-                                     })
-        let session = DeviceSession(config: device, context: context)
+    private func start() async {
+        adapter = await currentAdapter()
+        if adapter == nil { logger.warning("no Bluetooth adapter yet; waiting for one") }
+        let available = await bluez.isAvailable
+        for device in config.devices { startSession(device, bluezAvailable: available) }
+        subscribeCommands()
+        host.emit(.configApplied(old: nil, new: config))
+        board.touch()
+    }
+
+    /// Stops every session (offline, disconnect; bounded, since bluetoothd may not answer), tells the features, and
+    /// lets `run()` return once they are done.
+    public func shutdown() async {
+        let all = Array(sessions.values)
+        sessions = [:]
+        byAddress = [:]
+        let stopped = await finish(within: .seconds(3)) {
+            await withDiscardingTaskGroup { group in
+                for session in all { group.addTask { await session.stop() } }
+            }
+        }
+        if !stopped { logger.warning("devices did not disconnect in time") }
+        host.emit(.stopping)
+        host.finish()
+        spawner.finish()
+    }
+
+    private func startSession(_ device: DeviceConfig, bluezAvailable: Bool) {
+        let host = self.host, board = self.board
+        let environment = SessionEnvironment(
+            gatt: bluez, gate: gate, discovery: discovery, publisher: link, topics: topics, logger: logger,
+            report: { report in
+                switch report {
+                case .availability(let online):
+                    board.set(device.name, online: online)
+                    host.emit(.availability(device, online: online))
+                case .rssi(let rssi): host.emit(.rssi(device, rssi))
+                case .event(let event): host.emit(.deviceEvent(device, event))
+                case .rejected(let rejection): host.emit(.rejected(rejection))
+                case .completed(let command): host.emit(.completed(command))
+                case .identified(let identity): host.emit(.identified(device, identity))
+                }
+            })
+        let session = DeviceSession(config: device, environment: environment, adapter: adapter,
+                                    bluezAvailable: bluezAvailable)
         sessions[device.name] = session
         byAddress[device.address] = session
-        await session.start(adapter: adapter, bluezAvailable: bluezAvailable)
+        board.register(device.name)
+        spawner.yield(session)
     }
 
     private func subscribeCommands() {
-        for filter in topics.commandFilters { mqtt.client.subscribe(filter, qos: .atLeastOnce) }
+        for filter in topics.commandFilters { link.client.subscribe(filter, qos: .atLeastOnce) }
+    }
+
+    private func perform(_ request: CoreRequest) {
+        switch request {
+        case .republish(let states):
+            for session in sessions.values { session.send(.republish(states: states)) }
+        }
     }
 
     // MARK: - Status
@@ -76,31 +136,12 @@ public actor BridgeCore {
         public var devices: Int
     }
 
-    public func snapshot() async -> Snapshot {
-        var online = 0
-        for session in sessions.values where await session.isOnline { online += 1 }
-        return Snapshot(devicesOnline: online, devices: sessions.count)
+    public nonisolated func snapshot() -> Snapshot {
+        board.snapshot()
     }
 
     /// A turn of the core's executor, for the watchdog: if this returns, the actor is not stuck.
     public func ping() -> Bool { true }
-
-    public func availability(of device: String) async -> String? {
-        await sessions[device]?.availabilityPayload
-    }
-
-    /// Home Assistant came (back) online: it wants every current state again.
-    public func republishStates() async {
-        for session in sessions.values { await session.republishStates() }
-    }
-
-    private func deviceIdentified(_ name: String, _ identity: DeviceIdentity) async {
-        for feature in features {
-            if let homeAssistant = feature as? HomeAssistantFeature {
-                await homeAssistant.deviceIdentified(name, identity: identity, core: self)
-            }
-        }
-    }
 
     // MARK: - BlueZ events
 
@@ -109,18 +150,18 @@ public actor BridgeCore {
         case .bluezVanished:
             logger.warning("bluetoothd left the bus; waiting for it to return")
             adapter = nil
-            for session in sessions.values { await session.bluezVanished() }
+            for session in sessions.values { session.send(.bluez(available: false)) }
         case .bluezAppeared:
             logger.notice("bluetoothd is on the bus; resyncing")
-            for session in sessions.values { await session.bluezAppeared() }
+            for session in sessions.values { session.send(.bluez(available: true)) }
             await adapterMayHaveChanged()
             discovery.reset()
         case .adapterAdded, .adapterRemoved, .adapterChanged:
             await adapterMayHaveChanged()
         case .deviceAdded(let info), .deviceChanged(let info, _):
-            await byAddress[info.address]?.deviceEvent(event)
+            byAddress[info.address]?.send(.device(event))
         case .deviceRemoved(_, let address):
-            await byAddress[address]?.deviceEvent(event)
+            byAddress[address]?.send(.device(event))
         case .deviceDisconnected, .gattAdded, .gattRemoved:
             break
         }
@@ -137,47 +178,66 @@ public actor BridgeCore {
         let poweredOn = now?.powered == true && adapter?.powered != true
         adapter = now
         logger.notice("adapter \(now.map { "\($0.name) powered \($0.powered)" } ?? "gone")")
-        for session in sessions.values { await session.adapterChanged(now) }
+        for session in sessions.values { session.send(.adapter(now)) }
         if poweredOn { discovery.reset() }
     }
 
     // MARK: - MQTT
 
     /// The broker (re)connected: what it may have lost (retained state, after a restart without persistence) is sent again.
-    public func brokerConnected() async {
-        mqtt.publish(topics.bridgeState, "online", qos: 1, retain: true)
-        for session in sessions.values { await session.republishRetained() }
-        for feature in features { await feature.brokerConnected(core: self) }
+    public func brokerConnected() {
+        link.publish(topics.bridgeState, "online", qos: 1, retain: true)
+        host.emit(.brokerConnected)
     }
 
-    public func handle(_ message: MQTTMessage) async {
-        for feature in features where await feature.handle(message, core: self) { return }
-        guard let (deviceLevel, channelLevel, verb) = topics.parseCommand(message.topic) else { return }
-        let events = EventPublisher(mqtt: mqtt, topics: topics, logger: logger)
+    /// A reload swapped in a new client: it starts without subscriptions.
+    public func clientReplaced(_ client: MQTTClient) {
+        for filter in topics.commandFilters { client.subscribe(filter, qos: .atLeastOnce) }
+        host.resubscribe(on: client)
+    }
+
+    public func handle(_ message: MQTTMessage) {
+        guard let (deviceLevel, channelLevel, verb) = topics.parseCommand(message.topic) else {
+            _ = host.route(message)
+            return
+        }
+        if message.retain {
+            // A retained command would run again at every restart, reconnect and reload (SPEC §6).
+            if reportedRetained.count < 1024, reportedRetained.insert(message.topic).inserted {
+                reject(message, "retained command ignored (commands must not be published with the retain flag)")
+            }
+            return
+        }
         guard let device = config.devices.first(where: { $0.topicLevel == deviceLevel }),
               let session = sessions[device.name] else {
-            events.reject(topic: message.topic, message: "unknown device \(deviceLevel)")
-            return
+            return reject(message, "unknown device \(deviceLevel)")
         }
         guard let channel = device.channels.first(where: { $0.topicLevel == channelLevel }) else {
-            events.reject(topic: message.topic, message: "unknown channel \(channelLevel) on device \(device.name)")
-            return
+            return reject(message, "unknown channel \(channelLevel) on device \(device.name)")
         }
-        switch verb {
-        case .get:
-            await session.get(channel, topic: message.topic)
-        case .set:
+        if verb == .set {
             guard channel.writable else {
-                events.reject(topic: message.topic, message: "channel \(device.name)/\(channel.name) is not writable")
-                return
+                return reject(message, "channel \(device.name)/\(channel.name) is not writable", payload: true)
+            }
+            guard !message.payload.isEmpty else {
+                return reject(message, "empty payload for \(device.name)/\(channel.name); nothing written")
             }
             guard message.payload.count <= Self.maxCommandBytes else {
-                events.reject(topic: message.topic,
-                              message: "payload of \(message.payload.count) bytes is over the \(Self.maxCommandBytes)-byte limit for a command")
-                return
+                return reject(message, "payload of \(message.payload.count) bytes is over the \(Self.maxCommandBytes)-byte limit for a command")
             }
-            await session.set(channel, payload: message.payload, topic: message.topic)
         }
+        session.send(.command(CommandRequest(channel: channel, verb: verb, payload: message.payload,
+                                             topic: message.topic, replies: Self.replies(of: message))))
+    }
+
+    private func reject(_ message: MQTTMessage, _ reason: String, payload: Bool = false) {
+        host.emit(.rejected(CommandRejection(topic: message.topic, reason: reason,
+                                             payload: payload ? message.payload : nil,
+                                             replies: Self.replies(of: message))))
+    }
+
+    static func replies(of message: MQTTMessage) -> [ReplyTarget] {
+        []
     }
 
     /// A characteristic value is at most 512 bytes; a text command is written in MTU-sized chunks, one GATT
@@ -186,54 +246,79 @@ public actor BridgeCore {
 
     // MARK: - Reload
 
-    /// Applies a new config: devices whose config did not change keep their session (and connection); removed devices
-    /// stop and their retained topics are cleared; new ones start.
+    /// Applies a new config. Sessions of devices that were removed or changed stop first (so no command reaches a
+    /// session being torn down), their retained topics are cleared, then the new config is installed and new
+    /// sessions start; devices whose config did not change keep their session and connection.
     public func apply(_ new: BridgeConfig, mqttReplaced: Bool = false) async {
         let old = config
-        config = new
-        let oldByName = Dictionary(old.devices.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        let oldTopics = BridgeTopics(base: old.mqtt.baseTopic)
         let newByName = Dictionary(new.devices.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         let baseChanged = old.mqtt.baseTopic != new.mqtt.baseTopic
-        for (name, device) in oldByName where baseChanged || newByName[name] != device {
-            guard let session = sessions.removeValue(forKey: name) else { continue }
-            byAddress[device.address] = nil
-            await session.stop()
-            clearRetained(device, topics: BridgeTopics(base: old.mqtt.baseTopic))
-            logger.notice("device \(name) stopped (removed or changed)")
+        let leaving = old.devices.filter { baseChanged || newByName[$0.name] != $0 }
+        await withDiscardingTaskGroup { group in
+            for device in leaving {
+                guard let session = sessions.removeValue(forKey: device.name) else { continue }
+                byAddress[device.address] = nil
+                group.addTask { await session.stop() }
+            }
         }
+        for device in leaving {
+            board.remove(device.name)
+            for channel in device.channels where channel.retain {
+                link.publish(oldTopics.state(device, channel), "", qos: 1, retain: true)
+            }
+            host.emit(.deviceRemoved(device, topics: oldTopics))
+            logger.notice("device \(device.name) stopped (removed or changed)")
+        }
+        config = new
         let available = await bluez.isAvailable
         for device in new.devices where sessions[device.name] == nil {
-            await startSession(device, bluezAvailable: available)
+            startSession(device, bluezAvailable: available)
             logger.notice("device \(device.name) started")
         }
         if baseChanged && !mqttReplaced {
-            for filter in BridgeTopics(base: old.mqtt.baseTopic).commandFilters { mqtt.client.unsubscribe(filter) }
+            for filter in oldTopics.commandFilters { link.client.unsubscribe(filter) }
         }
-        // A new client starts without subscriptions; an unchanged one keeps them (subscribing again would replay
-        // retained `set` messages).
-        if baseChanged || mqttReplaced { subscribeCommands() }
+        // A new client gets its subscriptions from `clientReplaced`; an unchanged one keeps them (subscribing again
+        // would replay retained messages).
+        if baseChanged && !mqttReplaced { subscribeCommands() }
         if baseChanged {
-            mqtt.publish(BridgeTopics(base: old.mqtt.baseTopic).bridgeState, "", qos: 1, retain: true)
-            mqtt.publish(topics.bridgeState, "online", qos: 1, retain: true)
+            link.publish(oldTopics.bridgeState, "", qos: 1, retain: true)
+            link.publish(topics.bridgeState, "online", qos: 1, retain: true)
         }
-        for feature in features { await feature.reloaded(from: old, core: self) }
-        statusChanged()
-    }
-
-    private func clearRetained(_ device: DeviceConfig, topics: BridgeTopics) {
-        mqtt.publish(topics.availability(device), "", qos: 1, retain: true)
-        mqtt.publish(topics.rssi(device), "", qos: 1, retain: true)
-        for channel in device.channels where channel.retain {
-            mqtt.publish(topics.state(device, channel), "", qos: 1, retain: true)
-        }
+        host.emit(.configApplied(old: old, new: new))
+        board.touch()
     }
 }
 
-/// A unit of bridge behaviour that reacts to the core's life (zigbee2mqtt's "extensions"): Home Assistant discovery is
-/// one. Each hook runs on the core's actor; `handle` returns true when it consumed the message.
-public protocol BridgeFeature: Sendable {
-    func started(core: BridgeCore) async
-    func brokerConnected(core: BridgeCore) async
-    func handle(_ message: MQTTMessage, core: BridgeCore) async -> Bool
-    func reloaded(from old: BridgeConfig, core: BridgeCore) async
+/// Which devices are online, updated synchronously from the session loops, so the STATUS line and the watchdog do
+/// not need a turn of the core's actor to know.
+final class AvailabilityBoard: Sendable {
+    private let online = Mutex<[String: Bool]>([:])
+    private let changed: @Sendable () -> Void
+
+    init(changed: @escaping @Sendable () -> Void) {
+        self.changed = changed
+    }
+
+    func set(_ device: String, online value: Bool) {
+        online.withLock { $0[device] = value }
+        changed()
+    }
+
+    func register(_ device: String) {
+        online.withLock { map in if map[device] == nil { map[device] = false } }
+    }
+
+    func remove(_ device: String) {
+        online.withLock { $0[device] = nil }
+    }
+
+    func touch() { changed() }
+
+    func snapshot() -> BridgeCore.Snapshot {
+        online.withLock { map in
+            BridgeCore.Snapshot(devicesOnline: map.values.filter { $0 }.count, devices: map.count)
+        }
+    }
 }

@@ -1,21 +1,30 @@
 import BlueZ
 import Logging
+import ServiceLifecycle
 
 /// BlueZ has one discovery session per client and adapter, but several device sessions may be looking for their device
 /// at once: this counts who wants discovery, starts it on the first request and stops it after the last. Requests are
 /// applied strictly in the order they were made (one consumer task), so a quick want/release pair cannot be reordered
-/// into a discovery left running.
-final class DiscoveryCoordinator: Sendable {
+/// into a discovery left running. Requests made before `run()` starts wait for it.
+public final class DiscoveryCoordinator: DiscoveryControl, Service {
     private enum Request: Sendable {
         case want(String, adapter: String), release(String, adapter: String), reset
     }
     private let requests: AsyncStream<Request>.Continuation
-    private let worker: Task<Void, Never>
+    private let stream: AsyncStream<Request>
+    private let bluez: BlueZClient
+    private let logger: Logger
 
-    init(bluez: BlueZClient, logger: Logger) {
-        let (stream, continuation) = AsyncStream.makeStream(of: Request.self)
-        requests = continuation
-        worker = Task {
+    public init(bluez: BlueZClient, logger: Logger) {
+        (stream, requests) = AsyncStream.makeStream(of: Request.self)
+        self.bluez = bluez
+        self.logger = logger
+    }
+
+    /// Serves requests until graceful shutdown (the sessions that made them have stopped by then).
+    public func run() async {
+        let bluez = self.bluez, logger = self.logger, stream = self.stream
+        await cancelWhenGracefulShutdown {
             var interested: [String: Set<String>] = [:]   // adapter path → device names
             var running: Set<String> = []
             for await request in stream {
@@ -55,12 +64,8 @@ final class DiscoveryCoordinator: Sendable {
         }
     }
 
-    deinit {
-        requests.finish()
-    }
-
-    func want(_ device: String, adapter: String) { requests.yield(.want(device, adapter: adapter)) }
-    func release(_ device: String, adapter: String) { requests.yield(.release(device, adapter: adapter)) }
+    public func want(_ device: String, adapter: String) { requests.yield(.want(device, adapter: adapter)) }
+    public func release(_ device: String, adapter: String) { requests.yield(.release(device, adapter: adapter)) }
     /// bluetoothd restarted or the adapter came back: discovery it ran is gone; start again for whoever still waits.
     func reset() { requests.yield(.reset) }
 }

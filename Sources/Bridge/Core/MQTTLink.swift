@@ -1,9 +1,13 @@
 import MQTT
 import Synchronization
 
-/// The bridge's handle on the broker connection. Sessions publish through it; a reload that changes the MQTT settings
-/// swaps the client underneath without the sessions noticing.
-public final class MQTTLink: Sendable {
+/// The bridge's handle on the broker connection. Sessions and features publish through it; a reload that changes
+/// the MQTT settings swaps the client underneath without them noticing.
+///
+/// Publishes run under the same lock as the swap: a publish that raced a swap would otherwise land in the client
+/// being shut down and be lost. The lock is uncontended except during a swap, and `MQTTClient.publish` never calls
+/// back into the link.
+public final class MQTTLink: BrokerLink, Sendable {
     private let current: Mutex<MQTTClient>
 
     public init(_ client: MQTTClient) {
@@ -21,13 +25,22 @@ public final class MQTTLink: Sendable {
         }
     }
 
-    @discardableResult
-    public func publish(_ topic: String, _ payload: String, qos: Int = 1, retain: Bool = false) -> MQTTPublishOutcome {
-        client.publish(topic: topic, string: payload, qos: MQTTQoS(rawValue: Int32(qos)) ?? .atLeastOnce, retain: retain)
+    public func publish(_ topic: String, _ payload: String, qos: Int = 1, retain: Bool = false) {
+        publish(MQTTMessage(topic: topic, string: payload, qos: MQTTQoS(rawValue: Int32(qos)) ?? .atLeastOnce,
+                            retain: retain))
     }
 
-    @discardableResult
-    public func publish(_ topic: String, bytes: [UInt8], qos: Int = 1, retain: Bool = false) -> MQTTPublishOutcome {
-        client.publish(topic: topic, payload: bytes, qos: MQTTQoS(rawValue: Int32(qos)) ?? .atLeastOnce, retain: retain)
+    public func publish(_ message: MQTTMessage) {
+        current.withLock { client in
+            _ = client.publish(topic: message.topic, payload: message.payload, qos: message.qos, retain: message.retain)
+        }
+    }
+
+    func subscribe(_ filter: String) {
+        client.subscribe(filter, qos: .atLeastOnce)
+    }
+
+    func unsubscribe(_ filter: String) {
+        client.unsubscribe(filter)
     }
 }

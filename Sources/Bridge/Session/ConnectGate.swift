@@ -37,6 +37,8 @@ public actor ConnectGate<Key: Hashable & Sendable> {
                 waiters.append(Waiter(id: id, key: key, continuation: continuation))
             }
         } onCancel: {
+            // Unstructured on purpose: the handler is synchronous and may run on any thread, and withdrawing
+            // needs the actor. It only resumes the waiter's continuation, so it cannot outlive anything.
             Task { await self.withdraw(id) }
         }
         if Task.isCancelled {

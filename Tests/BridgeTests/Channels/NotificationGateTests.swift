@@ -12,7 +12,7 @@ struct NotificationGateTests {
     private static func makeGate() throws -> (NotificationGate, MQTTClient) {
         let client = try MQTTClient(configuration: MQTTConfiguration(clientID: "gate-test"))
         let channel = ChannelConfig(name: "value", characteristic: BluetoothUUID(UInt16(0x2A19)), codec: try Codec(.hex))
-        let publisher = ChannelPublisher(channel: channel, topic: "t/value", mqtt: MQTTLink(client),
+        let publisher = ChannelPublisher(channel: channel, topic: "t/value", publisher: MQTTLink(client),
                                          logger: Logger(label: "test"))
         return (NotificationGate(publisher: publisher), client)
     }

@@ -1,4 +1,5 @@
 import BlueZ
+import ServiceLifecycle
 import Systemd
 
 /// Keeps systemd's STATUS= current. Every change of broker, bluetoothd or device state calls `refresh()`; only a
@@ -19,13 +20,18 @@ actor StatusReporter {
     }
 
     func refresh() async {
-        let snapshot = await core.snapshot()
+        let snapshot = core.snapshot()
         let line = StatusLine(mqttConnected: mqtt.client.isConnected, bluezAvailable: await bluez.isAvailable,
                               devicesOnline: snapshot.devicesOnline, devices: snapshot.devices,
                               reloadFailure: reloadFailure).text
         guard line != last else { return }
         last = line
         notifier.status(line)
+    }
+
+    /// Refreshes on every trigger until graceful shutdown.
+    func run(triggers: AsyncStream<Void>) async {
+        for await _ in triggers.cancelOnGracefulShutdown() { await refresh() }
     }
 
     /// Shown until the next successful reload.

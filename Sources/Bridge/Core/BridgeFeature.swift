@@ -1,0 +1,36 @@
+import MQTT
+
+/// A unit of bridge behaviour built on the core's events (zigbee2mqtt's "extensions"): availability, RSSI, events
+/// and logs, Home Assistant discovery. Each runs as one task with its own state, and ends when `events` ends.
+public protocol BridgeFeature: Sendable {
+    func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async
+}
+
+/// What a feature may do: publish, subscribe to topics of its own (their messages arrive as `.message` events), and
+/// ask the sessions to republish their state.
+public struct FeatureContext: Sendable {
+    let id: Int
+    let host: FeatureHost
+
+    public func publish(_ topic: String, _ payload: String, qos: Int = 1, retain: Bool = false) {
+        host.link.publish(topic, payload, qos: qos, retain: retain)
+    }
+
+    public func publish(_ message: MQTTMessage) {
+        host.link.publish(message)
+    }
+
+    /// Subscribes on the current client and on any client a reload swaps in.
+    public func subscribe(_ filter: String) {
+        host.subscribe(filter, feature: id)
+    }
+
+    public func unsubscribe(_ filter: String) {
+        host.unsubscribe(filter, feature: id)
+    }
+
+    /// Every session publishes its availability (and rssi) again; with `states`, every channel's last value too.
+    public func requestRepublish(states: Bool) {
+        host.requests.yield(.republish(states: states))
+    }
+}

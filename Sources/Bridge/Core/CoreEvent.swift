@@ -1,0 +1,29 @@
+import Config
+import MQTT
+
+/// What the core tells its features. Features react to these and publish through their `FeatureContext`; none of
+/// them reaches into the core, the sessions or the MQTT client.
+///
+/// Values (notifications, reads) are deliberately not events: they go straight from the D-Bus loop thread to the
+/// broker, and fanning each one out to every feature would put an allocation and a thread hop on the hot path.
+public enum CoreEvent: Sendable {
+    /// The core started (`old` nil) or a reload applied a new config; sessions of changed devices are already
+    /// stopped and new ones started.
+    case configApplied(old: BridgeConfig?, new: BridgeConfig)
+    /// The broker (re)connected: retained state it may have lost is due again.
+    case brokerConnected
+    case availability(DeviceConfig, online: Bool)
+    case rssi(DeviceConfig, Int)
+    case deviceEvent(DeviceConfig, BridgeEvent)
+    /// A device left the config (removed or changed): its retained topics under `topics` should be cleared.
+    case deviceRemoved(DeviceConfig, topics: BridgeTopics)
+    case identified(DeviceConfig, DeviceIdentity)
+    /// A command was not carried out.
+    case rejected(CommandRejection)
+    /// A command with reply targets completed.
+    case completed(DeviceCommand)
+    /// A message on a topic filter this feature subscribed to.
+    case message(MQTTMessage)
+    /// The bridge is shutting down; the broker connection is still up.
+    case stopping
+}

@@ -1,0 +1,46 @@
+import Config
+
+/// A retained per-device topic kept current from one kind of core event: published on every change, again when the
+/// broker reconnects (it may have lost retained messages), cleared when the device leaves the config. Availability
+/// and RSSI are two of these.
+struct DeviceTopicFeature: BridgeFeature {
+    /// The topic of `device` under `topics`.
+    let topic: @Sendable (BridgeTopics, DeviceConfig) -> String
+    /// The device and payload an event carries for this topic, if any.
+    let value: @Sendable (CoreEvent) -> (DeviceConfig, String)?
+    /// QoS of change publishes (republishes after a reconnect always use 1).
+    var qos = 1
+
+    /// `B/D/availability` (SPEC §4): `online`/`offline`.
+    static let availability = DeviceTopicFeature(topic: { $0.availability($1) }, value: { event in
+        guard case .availability(let device, let online) = event else { return nil }
+        return (device, online ? "online" : "offline")
+    })
+
+    /// `B/D/rssi`: the signal strength BlueZ last reported (QoS 0: a newer reading soon replaces a lost one).
+    static let rssi = DeviceTopicFeature(topic: { $0.rssi($1) }, value: { event in
+        guard case .rssi(let device, let rssi) = event else { return nil }
+        return (device, String(rssi))
+    }, qos: 0)
+
+    func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
+        var last: [String: (topic: String, payload: String)] = [:]
+        var topics = BridgeTopics(base: "")
+        for await event in events {
+            switch event {
+            case .configApplied(_, let config):
+                topics = BridgeTopics(base: config.mqtt.baseTopic)
+            case .brokerConnected:
+                for (topic, payload) in last.values { context.publish(topic, payload, qos: 1, retain: true) }
+            case .deviceRemoved(let device, let oldTopics):
+                last[device.name] = nil
+                context.publish(topic(oldTopics, device), "", qos: 1, retain: true)
+            default:
+                guard let (device, payload) = value(event) else { break }
+                let topic = topic(topics, device)
+                last[device.name] = (topic, payload)
+                context.publish(topic, payload, qos: qos, retain: true)
+            }
+        }
+    }
+}

@@ -1,0 +1,73 @@
+import Codecs
+import Logging
+
+/// `B/bridge/event` (device connected, disconnected, errors, retries) and `B/bridge/log` (every rejected command),
+/// as JSON, and the same story in the journal. Reports quote outside text cut and escaped, and `B/bridge/log` is
+/// rate-limited, so a flood of bad commands cannot flood the broker or the journal (SPEC §6).
+struct EventLogFeature: BridgeFeature {
+    let logger: Logger
+
+    func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
+        var topics = BridgeTopics(base: "")
+        var limiter = ReportRateLimiter()
+        await runFeatureLoop(events, timer: Void.self) { input in
+            switch input {
+            case .event(.configApplied(_, let config)):
+                topics = BridgeTopics(base: config.mqtt.baseTopic)
+            case .event(.deviceEvent(let device, let event)):
+                context.publish(topics.bridgeEvent, Self.eventJSON(event, device: device.name, logger: logger), qos: 1)
+            case .event(.rejected(let rejection)):
+                switch limiter.admit(now: .now) {
+                case .publish:
+                    publishRejection(rejection, topics: topics, context: context)
+                case .suppress(let first):
+                    if first, let end = limiter.windowEnd { return [(end, ())] }
+                }
+            case .timer:
+                guard let count = limiter.summary(now: .now) else { break }
+                let message = "\(count) more rejected command\(count == 1 ? "" : "s") in the last second not reported one by one"
+                logger.warning("\(message)")
+                let json = JSONValue.object([("level", .string("error")), ("message", .string(message)),
+                                             ("suppressed", .int(count))])
+                context.publish(topics.bridgeLog, json.serialized, qos: 1)
+            case .event:
+                break
+            }
+            return []
+        }
+    }
+
+    /// SPEC §4's `{"level","message","topic"}`; the payload, when the reason does not already quote it, is appended
+    /// to the message, cut and escaped.
+    private func publishRejection(_ rejection: CommandRejection, topics: BridgeTopics, context: FeatureContext) {
+        var message = ReportText.escaped(rejection.reason, maxBytes: 512)
+        if let payload = rejection.payload {
+            message += " (payload \"\(ReportText.escaped(payload, maxBytes: 64))\")"
+        }
+        let topic = ReportText.escaped(rejection.topic, maxBytes: 256)
+        logger.warning("command rejected: \(message)", metadata: ["topic": "\(topic)"])
+        let json = JSONValue.object([("level", .string("error")), ("message", .string(message)), ("topic", .string(topic))])
+        context.publish(topics.bridgeLog, json.serialized, qos: 1)
+    }
+
+    static func eventJSON(_ event: BridgeEvent, device: String, logger: Logger) -> String {
+        var fields: [(String, JSONValue)]
+        switch event {
+        case .connected:
+            fields = [("type", .string("connected"))]
+            logger.info("connected", metadata: ["device": "\(device)"])
+        case .disconnected(let reason):
+            fields = [("type", .string("disconnected")), ("reason", .string(reason))]
+            logger.notice("disconnected", metadata: ["device": "\(device)", "reason": "\(reason)"])
+        case .error(let message):
+            fields = [("type", .string("error")), ("message", .string(message))]
+            logger.warning("\(message)", metadata: ["device": "\(device)"])
+        case .reconnectAttempt(let attempt, let delay):
+            let ms = Int(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)
+            fields = [("type", .string("reconnect_attempt")), ("attempt", .int(attempt)), ("delay_ms", .int(ms))]
+            logger.info("reconnect attempt \(attempt) in \(ms) ms", metadata: ["device": "\(device)"])
+        }
+        fields.append(("device", .string(device)))
+        return JSONValue.object(fields).serialized
+    }
+}

@@ -1,0 +1,68 @@
+import Logging
+import MQTT
+import ServiceLifecycle
+
+/// The broker connection: starts the client, feeds its messages and connection changes to the core, follows a
+/// client swapped in by a reload, and at shutdown (after the core stopped the devices) publishes `offline` and
+/// disconnects cleanly.
+final class MQTTService: Service, Sendable {
+    let link: MQTTLink
+    let core: BridgeCore
+    let logger: Logger
+    let statusChanged: @Sendable () -> Void
+    /// Called once the client has started (SPEC §5: READY=1 does not wait for the broker).
+    let started: @Sendable () -> Void
+    private let replacements: AsyncStream<MQTTClient>
+    private let replacer: AsyncStream<MQTTClient>.Continuation
+
+    init(link: MQTTLink, core: BridgeCore, logger: Logger, statusChanged: @escaping @Sendable () -> Void,
+         started: @escaping @Sendable () -> Void) {
+        self.link = link
+        self.core = core
+        self.logger = logger
+        self.statusChanged = statusChanged
+        self.started = started
+        (replacements, replacer) = AsyncStream.makeStream(of: MQTTClient.self)
+    }
+
+    func run() async {
+        await withDiscardingTaskGroup { group in
+            let first = link.client
+            group.addTask { await self.pump(first) }
+            first.start()
+            started()
+            for await client in replacements.cancelOnGracefulShutdown() {
+                group.addTask { await self.pump(client) }
+            }
+            let baseTopic = await core.config.mqtt.baseTopic
+            await link.client.shutdown(finalMessages: [Self.offline(baseTopic)], timeout: .milliseconds(1500))
+        }
+    }
+
+    /// Swaps in a client for new settings. The old one says goodbye (a clean disconnect sends no will) before the
+    /// new one connects, so on a shared broker and base topic the retained state ends `online`, never a late
+    /// `offline`. `configure` runs before the new client starts (the core subscribes its topics there).
+    func replace(with client: MQTTClient, oldBaseTopic: String, configure: () async -> Void) async {
+        replacer.yield(client)
+        let previous = link.swap(client)
+        await previous.shutdown(finalMessages: [Self.offline(oldBaseTopic)], timeout: .seconds(1))
+        await configure()
+        client.start()
+    }
+
+    private func pump(_ client: MQTTClient) async {
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                for await message in client.messages { await self.core.handle(message) }
+            }
+            for await state in client.connectionStates() {
+                if state == .connected { await core.brokerConnected() }
+                statusChanged()
+            }
+        }
+    }
+
+    static func offline(_ baseTopic: String) -> MQTTMessage {
+        MQTTMessage(topic: BridgeTopics(base: baseTopic).bridgeState, string: "offline", qos: .atLeastOnce, retain: true)
+    }
+}

@@ -1,0 +1,47 @@
+import BlueZ
+import Bluetooth
+
+/// What a device session needs from BlueZ. `BlueZClient` is the real one; tests drive sessions in process with a
+/// fake of this protocol (ours, not BlueZ's), and the bench covers the real thing.
+public protocol GATTClient: Sendable {
+    func device(address: BluetoothAddress, adapter: String?) async -> DeviceInfo?
+    func connect(device path: String, timeout: Duration) async throws(BlueZError)
+    func disconnect(device path: String, timeout: Duration) async throws(BlueZError)
+    func removeDevice(_ path: String) async throws(BlueZError)
+    func waitUntilServicesResolved(device path: String, timeout: Duration) async throws(BlueZError) -> GattTree
+    func read(characteristic path: String) async throws(BlueZError) -> [UInt8]
+    func write(characteristic path: String, _ value: [UInt8], type: GattWriteType) async throws(BlueZError)
+    /// `onValue` runs on whatever thread received the value (the D-Bus loop thread for BlueZ) and must not block.
+    func notifications(of path: String,
+                       onValue: @escaping @Sendable ([UInt8]) -> Void) async throws(BlueZError) -> any ValueSubscription
+}
+
+/// A notify subscription as the session sees it: how values arrive, and its end.
+public protocol ValueSubscription: Sendable {
+    var deliveryName: String { get }
+    /// The negotiated MTU when known (text writes are chunked to it).
+    var mtu: Int? { get }
+    /// Finishes when the subscription ends (values go to `onValue`).
+    var ended: AsyncStream<[UInt8]> { get }
+    func stop() async
+}
+
+extension NotificationSubscription: ValueSubscription {
+    public var deliveryName: String { delivery.rawValue }
+    public var ended: AsyncStream<[UInt8]> { values }
+}
+
+extension BlueZClient: GATTClient {
+    public func read(characteristic path: String) async throws(BlueZError) -> [UInt8] {
+        try await readValue(characteristic: path, offset: 0)
+    }
+
+    public func write(characteristic path: String, _ value: [UInt8], type: GattWriteType) async throws(BlueZError) {
+        try await writeValue(characteristic: path, value, type: type, offset: 0)
+    }
+
+    public func notifications(of path: String,
+                              onValue: @escaping @Sendable ([UInt8]) -> Void) async throws(BlueZError) -> any ValueSubscription {
+        try await subscribe(characteristic: path, preferAcquire: true, onValue: onValue)
+    }
+}

@@ -1,0 +1,82 @@
+import Bluetooth
+import Codecs
+import Config
+import Testing
+@testable import Bridge
+
+@Suite struct DeviceTopicFeatureTests {
+    let lamp = DeviceConfig(name: "lamp", address: BluetoothAddress("C0:FF:EE:00:00:03")!, channels: [])
+
+    @Test func availabilityIsRetainedRepublishedAfterAReconnectAndClearedOnRemoval() async throws {
+        try await withFeature(DeviceTopicFeature.availability) { host, link in
+            host.emit(.configApplied(old: nil, new: testConfig(devices: [lamp])))
+            host.emit(.availability(lamp, online: false))
+            host.emit(.availability(lamp, online: true))
+            host.emit(.rssi(lamp, -60))                               // not this feature's topic
+            host.emit(.brokerConnected)
+            host.emit(.deviceRemoved(lamp, topics: BridgeTopics(base: "b")))
+            try await eventually("cleared") { link.payloads("b/lamp/availability").last == "" }
+            #expect(link.payloads("b/lamp/availability") == ["offline", "online", "online", ""])
+            #expect(link.published.withLock { $0.allSatisfy(\.retain) })
+            #expect(link.payloads("b/lamp/rssi").isEmpty)
+        }
+    }
+
+    @Test func rssiFollowsTheBaseTopicOfTheConfigApplied() async throws {
+        try await withFeature(DeviceTopicFeature.rssi) { host, link in
+            host.emit(.configApplied(old: nil, new: testConfig(base: "one", devices: [lamp])))
+            host.emit(.rssi(lamp, -70))
+            host.emit(.configApplied(old: nil, new: testConfig(base: "two", devices: [lamp])))
+            host.emit(.rssi(lamp, -65))
+            try await eventually("published") { link.payloads("two/lamp/rssi") == ["-65"] }
+            #expect(link.payloads("one/lamp/rssi") == ["-70"])
+        }
+    }
+}
+
+@Suite struct EventLogFeatureTests {
+    @Test func aBurstOfRejectionsIsCutToTenAndOneSummary() async throws {
+        try await withFeature(EventLogFeature(logger: .init(label: "test"))) { host, link in
+            host.emit(.configApplied(old: nil, new: testConfig()))
+            for i in 0..<25 {
+                host.emit(.rejected(CommandRejection(topic: "b/d/c/set", reason: "bad \(i)\nFORGED",
+                                                     payload: Array("x\u{1}".utf8))))
+            }
+            try await eventually("summary") { link.payloads("b/bridge/log").contains { $0.contains("suppressed") } }
+            let logs = link.payloads("b/bridge/log")
+            #expect(logs.count == 11)
+            #expect(logs.last?.contains("\"suppressed\":15") == true)
+            #expect(logs.allSatisfy { !$0.contains("\n") })
+            #expect(logs.first?.contains("bad 0\\\\nFORGED (payload \\\"x\\\\x01\\\")") == true, "\(logs[0])")
+        }
+    }
+}
+
+@Suite struct HomeAssistantStaleConfigTests {
+    func message(_ topic: String, base: String, retain: Bool = true) -> MQTTMessageStub {
+        MQTTMessageStub(topic: topic, base: base, retain: retain)
+    }
+
+    @Test func onlyRetainedConfigsNamingThisBridgesStateAreStale() throws {
+        let discovery = HomeAssistantDiscovery(config: { var c = testConfig(base: "gb"); c.homeassistant.enabled = true; return c }(),
+                                               version: "test")
+        let topic = "homeassistant/sensor/gattbridge_c0ffee000009/old/config"
+        let own = message(topic, base: "gb").message
+        let otherBridge = message(topic, base: "other").message
+        let live = message(topic, base: "gb", retain: false).message
+        #expect(HomeAssistantFeature.isStaleOwnConfig(own, discovery: discovery, announced: []))
+        #expect(!HomeAssistantFeature.isStaleOwnConfig(own, discovery: discovery, announced: [topic]))
+        #expect(!HomeAssistantFeature.isStaleOwnConfig(otherBridge, discovery: discovery, announced: []))
+        #expect(!HomeAssistantFeature.isStaleOwnConfig(live, discovery: discovery, announced: []))
+    }
+}
+
+import MQTT
+
+struct MQTTMessageStub {
+    let message: MQTTMessage
+    init(topic: String, base: String, retain: Bool) {
+        let payload = #"{"name":"x","availability":[{"topic":"\#(base)/bridge/state"}]}"#
+        message = MQTTMessage(topic: topic, string: payload, retain: retain)
+    }
+}
