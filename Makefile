@@ -70,6 +70,13 @@ test: setup
 	$(MAKE) test-realbluez-deb DEB_BIN_TARGET=bench-build DEB_BIN=$(BENCH_BIN)
 	$(MAKE) soak DURATION=$(TEST_SOAK_SECONDS)
 
+# The discovery against a real Home Assistant core (2024.3) in its own venv, .venv-ha (created on first use: ~5 min,
+# ~400 MB; Python 3.11 or 3.12, PYTHON_HA=… to choose it).
+.PHONY: test-homeassistant
+test-homeassistant: setup build
+	bash scripts/homeassistant/setup.sh
+	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/homeassistant -q $(PYTEST_ARGS)
+
 # gattbridge against the real bluetoothd and kernel in a QEMU guest (docs/REAL-BLUEZ.md): about 2–4 minutes.
 .PHONY: test-realbluez
 test-realbluez: setup build
@@ -93,6 +100,8 @@ clean:
 # --- install (sudo make install; PREFIX and DESTDIR honoured) ---------------------------------------------------
 RELEASE_BIN := .build/release/gattbridge
 SYSUSERSDIR ?= /etc/sysusers.d
+# The system bus reads policy files from here (and reloads them by itself when one changes).
+DBUSPOLICYDIR ?= /usr/share/dbus-1/system.d
 # Only when the system is the target (no DESTDIR) and systemd runs: create the user, tell systemd about the unit.
 ON_LIVE_SYSTEMD = [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]
 
@@ -102,12 +111,14 @@ $(RELEASE_BIN):
 	$(MAKE) release
 
 install: $(RELEASE_BIN)
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(CONFDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(CONFDIR) \
+		$(DESTDIR)$(DBUSPOLICYDIR)
 	install -m 0755 $(RELEASE_BIN) $(DESTDIR)$(BINDIR)/gattbridge
 	sed -e 's|/usr/local/bin/gattbridge|$(BINDIR)/gattbridge|' -e 's|/etc/gattbridge/|$(CONFDIR)/|g' \
 		systemd/gattbridge.service > $(DESTDIR)$(UNITDIR)/gattbridge.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/gattbridge.service
 	install -m 0644 systemd/gattbridge.sysusers $(DESTDIR)$(SYSUSERSDIR)/gattbridge.conf
+	install -m 0644 systemd/gattbridge-dbus.conf $(DESTDIR)$(DBUSPOLICYDIR)/gattbridge.conf
 	install -m 0644 config/gattbridge.example.yaml $(DESTDIR)$(CONFDIR)/config.example.yaml
 	@if [ -e $(DESTDIR)$(CONFDIR)/config.yaml ]; then echo "keeping the existing $(CONFDIR)/config.yaml"; \
 	else install -m 0644 config/gattbridge.example.yaml $(DESTDIR)$(CONFDIR)/config.yaml; \
@@ -123,7 +134,8 @@ install: $(RELEASE_BIN)
 uninstall:
 	@if $(ON_LIVE_SYSTEMD); then systemctl disable --now gattbridge.service 2>/dev/null || true; fi
 	rm -f $(DESTDIR)$(BINDIR)/gattbridge $(DESTDIR)$(UNITDIR)/gattbridge.service \
-		$(DESTDIR)$(SYSUSERSDIR)/gattbridge.conf $(DESTDIR)$(CONFDIR)/config.example.yaml
+		$(DESTDIR)$(SYSUSERSDIR)/gattbridge.conf $(DESTDIR)$(CONFDIR)/config.example.yaml \
+		$(DESTDIR)$(DBUSPOLICYDIR)/gattbridge.conf
 	@if cmp -s config/gattbridge.example.yaml $(DESTDIR)$(CONFDIR)/config.yaml; then \
 		rm -f $(DESTDIR)$(CONFDIR)/config.yaml; \
 	elif [ -e $(DESTDIR)$(CONFDIR)/config.yaml ]; then echo "keeping the edited $(CONFDIR)/config.yaml"; fi
@@ -132,7 +144,8 @@ uninstall:
 	@rmdir $(DESTDIR)$(CONFDIR) 2>/dev/null || true
 	@if $(ON_LIVE_SYSTEMD); then systemctl daemon-reload; fi
 
-# systemd-analyze verify must be clean, and the security exposure at most 2.0 and as printed in README.md.
+# systemd-analyze verify must be clean, the security exposure at most 1.5 and as printed in README.md, MemoryMax= set;
+# the D-Bus policy well-formed, narrow, and loaded by dbus-daemon.
 .PHONY: check-unit
 check-unit:
 	bash scripts/check-unit.sh

@@ -20,19 +20,21 @@ let package = Package(
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
 
+        // Duration conversions (seconds, milliseconds, text), shared by every module that talks to C or people.
+        .target(name: "Durations"),
         // D-Bus transport: event loop thread, marshalling, method calls, signals.
-        .target(name: "DBus", dependencies: ["CDBus"]),
+        .target(name: "DBus", dependencies: ["CDBus", "Durations"]),
         // Bluetooth value types: addresses, UUIDs, SIG-assigned names.
         .target(name: "Bluetooth"),
         // BlueZ client: adapters, devices, GATT, typed errors, resync on bluetoothd restart.
-        .target(name: "BlueZ", dependencies: ["DBus", "Bluetooth", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "BlueZ", dependencies: ["DBus", "Bluetooth", "Durations", .product(name: "Logging", package: "swift-log")]),
         // Characteristic bytes <-> MQTT payloads, text framing, JSON writing.
         .target(name: "Codecs"),
         // YAML config: libyaml parse tree with positions, strict validation.
         .target(name: "Config", dependencies: ["CYAML", "Codecs", "Bluetooth"]),
         // MQTT client over libmosquitto: reconnect, resubscribe, offline buffer.
         .target(name: "MQTT", dependencies: [
-            "CMosquitto",
+            "CMosquitto", "Durations",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "DequeModule", package: "swift-collections"),
         ]),
@@ -41,23 +43,24 @@ let package = Package(
         // The bridge core: device sessions, commands, features on core events (availability, RSSI, events and logs,
         // Home Assistant), and the daemon's services.
         .target(name: "Bridge", dependencies: [
-            "BlueZ", "Bluetooth", "Codecs", "Config", "DBus", "MQTT", "Systemd",
+            "BlueZ", "Bluetooth", "Codecs", "Config", "DBus", "Durations", "MQTT", "Systemd",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "gattbridge", dependencies: [
-            "Bridge", "BlueZ", "Bluetooth", "Codecs", "Config", "Systemd", "DBus",
+            "Bridge", "BlueZ", "Bluetooth", "Codecs", "Config", "Systemd", "DBus", "Durations",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
 
+        .testTarget(name: "DurationsTests", dependencies: ["Durations"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus"]),
         .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus"]),
         .testTarget(name: "CodecsTests", dependencies: ["Codecs"]),
-        .testTarget(name: "ConfigTests", dependencies: ["Config"]),
+        .testTarget(name: "ConfigTests", dependencies: ["Config", "CMosquitto"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
         .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BlueZ", "Bluetooth", "Codecs", "Config", "DBus"]),

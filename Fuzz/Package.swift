@@ -43,7 +43,7 @@ let package = Package(
         .target(name: "CFuzzer", path: "Targets/CFuzzer"),
         .target(name: "FuzzSupport", dependencies: ["CFuzzer"], path: "Targets/FuzzSupport"),
         fuzzer("FuzzCodecs", ["Codecs", "FuzzSupport"]),
-        fuzzer("FuzzConfig", ["Config", "Codecs", "FuzzSupport"]),
+        fuzzer("FuzzConfig", ["Config", "Codecs", "CMosquitto", "FuzzSupport"]),
         fuzzer("FuzzCommands", ["Bridge", "Config", "Codecs", "FuzzSupport"]),
         fuzzer("FuzzDBus", ["DBus", "CDBus", "BlueZ", "FuzzSupport"]),
     ],

@@ -40,6 +40,15 @@ def config() -> None:
     write("FuzzConfig", b"devices:\n  - name: a\n    address: \"C0:FF:EE:00:00:01\"\n    channels:\n"
                         b"      - { name: s, characteristic: ffe1, codec: text, delimiter: \"\\r\\n\", max_line: 0 }\n")
     write("FuzzConfig", b"mqtt:\n  tls: true\n  password: x\n&a [*a]\n")
+    # Deep nesting, refused before libyaml loads it (flow, flow mappings, compact block sequences, indentation),
+    # and the depth limit's edge; noncharacters and controls in names that become topic levels.
+    write("FuzzConfig", b"[" * 5000)
+    write("FuzzConfig", b"{a: " * 2000)
+    write("FuzzConfig", b"- " * 3000 + b"x\n")
+    write("FuzzConfig", b"".join(b" " * i + b"k%d:\n" % i for i in range(80)))
+    write("FuzzConfig", b"devices: " + b"[" * 63 + b"]" * 63 + b"\n")
+    write("FuzzConfig", b"devices:\n  - name: \"dev\\uFFFF\\uFDD0\\x85\"\n    address: \"C0:FF:EE:00:00:01\"\n"
+                        b"    channels:\n      - { name: \"c\\u0001\\U0010FFFF\", characteristic: 2a19, codec: hex }\n")
 
 
 def commands() -> None:

@@ -31,6 +31,10 @@ replaced at start-up. Each patch says what is wrong in 1.0.2 and why the bench n
      hands received descriptors over to the caller, BlueZoo dup()ed them again and never closed the original). Fixed: BlueZoo relays the notifications through its own socket pair, closed
      on disconnect (the client gets HUP as with bluetoothd) and when the client closes its end (the server
      gets HUP). The server now also receives the `device`/`mtu`/`link` options on AcquireNotify.
+  7. empty notifications — a zero-length notification reads as 0 bytes from a SEQPACKET socket, like the
+     hang-up, and both relays took it for one (ending the subscription). Fixed: a 0-byte read is the end only
+     when poll reports POLLHUP/POLLRDHUP/POLLERR; otherwise it is an empty value and is passed on, as bluetoothd
+     passes a remote device's empty notification to an AcquireNotify client.
   6. discovery — every StartDiscovery started one more scan task (the old one leaked), and StopDiscovery by
      one client stopped discovery for all. Fixed: one task per adapter; discovery stops with its last client.
 """
@@ -40,6 +44,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import select
 import socket
 import sys
 from typing import Any, Optional
@@ -70,6 +75,14 @@ def _replace_dbus_method(cls: type, name: str, func) -> None:
 
 def _replace_property_getter(cls: type, name: str, getter) -> None:
     vars(cls)[name].property_getter = getter
+
+
+def _hung_up(sock: socket.socket) -> bool:
+    """True when the peer closed `sock` (patch 7): tells a hang-up from an empty SEQPACKET record."""
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLIN | select.POLLRDHUP)
+    return any(ev & (select.POLLHUP | select.POLLRDHUP | select.POLLERR | select.POLLNVAL)
+               for _, ev in poller.poll(0))
 
 
 def _emit(obj, changed: dict[str, tuple[str, Any]]) -> None:
@@ -212,8 +225,8 @@ async def _start_server_notify(link) -> None:
             except BlockingIOError:
                 return
             except OSError:
-                data = b""
-            if not data:
+                data = None
+            if data is None or (not data and _hung_up(sock)):
                 _close_server_sock(link)
                 return
             _emit(link, {"Value": ("ay", data)})
@@ -342,8 +355,8 @@ async def _acquire_notify(self, options: dict[str, tuple[str, Any]]) -> tuple[in
         except BlockingIOError:
             return
         except OSError:
-            data = b""
-        if not data:
+            data = None
+        if data is None or (not data and _hung_up(server)):
             _close_relay(self)
             return
         try:

@@ -95,7 +95,7 @@ extension BlueZClient {
             try await call(path, BlueZNames.gattCharacteristic, "AcquireNotify", [.stringDict([:])],
                            timeout: timeout, what: "AcquireNotify on \(path)")
         }
-        guard case .unixFD(let fd)? = reply.first?.unwrapped else {
+        guard case .receivedFD(let received)? = reply.first?.unwrapped, let fd = received.take() else {
             throw .other(name: "org.freedesktop.DBus.Error.InvalidSignature", message: "AcquireNotify reply without fd")
         }
         let mtu = reply.dropFirst().first?.int

@@ -244,11 +244,7 @@ public actor BlueZClient {
     func serialized<T: Sendable>(_ path: String,
                                  _ body: () async throws(BlueZError) -> T) async throws(BlueZError) -> T {
         let key = ObjectPath.device(of: path) ?? path
-        await operations.acquire(key)
-        if Task.isCancelled {
-            await operations.release(key)
-            throw .cancelled
-        }
+        try await operations.acquire(key)
         do throws(BlueZError) {
             let result = try await body()
             await operations.release(key)

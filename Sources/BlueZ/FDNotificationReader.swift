@@ -5,8 +5,11 @@ import Synchronization
 /// Reads notifications from an `AcquireNotify` socket on the D-Bus event-loop thread.
 ///
 /// The socket is SOCK_SEQPACKET: each `read()` returns exactly one notification, so no framing is needed and no
-/// D-Bus message is involved per value. EOF or an error means BlueZ ended the subscription (disconnect, reconnect
-/// renegotiating the MTU, or another party releasing it).
+/// D-Bus message is involved per value. A hang-up or an error means BlueZ ended the subscription (disconnect,
+/// reconnect renegotiating the MTU, or another party releasing it). A zero-length notification is legal GATT and
+/// also reads as 0 bytes, so a 0 is taken as end-of-file only when the socket reports the hang-up (POLLHUP,
+/// POLLRDHUP or POLLERR); otherwise it is delivered as an empty value. (The one case this cannot tell apart: an
+/// empty notification still queued when BlueZ closes the socket is lost with the hang-up.)
 ///
 /// With a sink, each value is handed to it right here on the loop thread instead of being yielded to the stream:
 /// every hop to another thread is a futex wake-up and a context switch, which at 1 kHz cost more than the work itself.
@@ -29,15 +32,16 @@ final class FDNotificationReader: Sendable {
     private let sink: (@Sendable ([UInt8]) -> Void)?
     private let state: Mutex<State>
 
-    /// Takes ownership of `fd`. `sink`, when given, receives every value on the loop thread (it must not block).
-    init(loop: EventLoop, fd: Int32, mtu: Int, continuation: AsyncStream<[UInt8]>.Continuation,
+    /// Takes ownership of `fd` (closed by `stop()` or at the hang-up). `sink`, when given, receives every value on
+    /// the loop thread (it must not block).
+    init(loop: EventLoop, fd: consuming OwnedFD, mtu: Int, continuation: AsyncStream<[UInt8]>.Continuation,
          sink: (@Sendable ([UInt8]) -> Void)? = nil) {
         self.loop = loop
         // A notification carries at most MTU − 3 bytes; a larger buffer costs nothing and survives an MTU we were not told.
         capacity = max(mtu, 1024)
         self.continuation = continuation
         self.sink = sink
-        state = Mutex(State(fd: fd))
+        state = Mutex(State(fd: fd.take()))
     }
 
     func start() {
@@ -78,11 +82,25 @@ final class FDNotificationReader: Sendable {
                 return (n, n < 0 ? errno : 0)
             }
             if n > 0 { continue }
+            if n == 0 && !Self.peerHungUp(fd) {
+                deliver([])     // an empty notification, not end-of-file
+                continue
+            }
             if failure == EINTR { continue }
             if failure == EAGAIN || failure == EWOULDBLOCK { return }
             close()     // EOF or a socket error
             return
         }
+    }
+
+    /// Linux's POLLRDHUP, which Glibc only exports with _GNU_SOURCE.
+    private static let pollReadHangUp: Int16 = 0x2000
+
+    /// The socket's hang-up state, without waiting. On an AF_UNIX SEQPACKET socket the peer's close sets POLLHUP.
+    static func peerHungUp(_ fd: Int32) -> Bool {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN) | pollReadHangUp, revents: 0)
+        guard poll(&entry, 1, 0) >= 0 else { return true }
+        return entry.revents & (Int16(POLLHUP) | pollReadHangUp | Int16(POLLERR) | Int16(POLLNVAL)) != 0
     }
 
     private func deliver(_ value: [UInt8]) {

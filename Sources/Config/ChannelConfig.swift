@@ -66,13 +66,20 @@ public enum ChannelMode: String, Sendable, CaseIterable {
     case notify, read
 }
 
-/// How the channel is announced to Home Assistant; raw values are the config spellings and HA component names.
+/// How the channel is announced to Home Assistant; raw values are the config spellings.
 public enum HomeAssistantComponent: String, Sendable, CaseIterable {
     case sensor
     case binarySensor = "binary_sensor"
     case `switch`
     case light
+    /// Each value is an action (a button press), not a state: announced as an `event` entity and as device triggers.
+    case event
+    /// The same as `event` (SPEC §12): the name users of Home Assistant's automation editor look for.
+    case deviceTrigger = "device_trigger"
 
     /// Switches and lights are commanded, so they need a writable channel.
     public var needsCommandTopic: Bool { self == .switch || self == .light }
+
+    /// `event` and `device_trigger` are two spellings of one option.
+    public var isEvent: Bool { self == .event || self == .deviceTrigger }
 }

@@ -3,7 +3,7 @@ public enum ConfigLoader {
     /// Reads `path` and parses it; `path` is used as written in every issue.
     public static func load(path: String) throws(ConfigErrors) -> BridgeConfig {
         let bytes: [UInt8]
-        switch TextFile.read(path) {
+        switch TextFile.read(path, limit: TextFile.configLimit) {
         case .success(let contents): bytes = contents
         case .failure(let error):
             throw ConfigErrors(issues: [ConfigIssue(file: path, line: 0, column: 0, message: "cannot read the config: \(error)")])

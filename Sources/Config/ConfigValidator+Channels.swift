@@ -46,6 +46,7 @@ extension ConfigValidator {
         textSettings(fields, context: context, into: &channel)
         let values = fields["values"].flatMap { valuesMap($0, context: context) } ?? []
         writableRules(fields, kind: kind, writable: writable, context: context, channel: channel)
+        eventRules(fields, mode: mode, context: context, channel: channel)
 
         var codec: Codec?
         if let kind {
@@ -144,6 +145,28 @@ extension ConfigValidator {
         }
         if channel.homeassistant.needsCommandTopic, writable == false, let value = fields["homeassistant"] {
             report(value, "homeassistant \(channel.homeassistant.rawValue) in \(context) needs writable: true")
+        }
+    }
+
+    /// An event channel's values are actions: Home Assistant fires an event for every message it receives on the
+    /// state topic, so a retained or polled value would fire again and again without anything being pressed.
+    /// Without values there would be no event types to announce, and Home Assistant ignores events of undeclared types.
+    private mutating func eventRules(_ fields: MappingFields, mode: ChannelMode?, context: String, channel: ChannelConfig) {
+        guard channel.homeassistant.isEvent, let option = fields["homeassistant"] else { return }
+        let spelling = channel.homeassistant.rawValue
+        let example = "like { \"press\": \"01\", \"double_press\": \"02\" }"
+        if let values = fields["values"] {
+            if case .mapping(let pairs) = values.content, pairs.isEmpty {
+                report(values, "values in \(context) must name at least one event type for homeassistant \(spelling), \(example)")
+            }
+        } else {
+            report(option, "homeassistant \(spelling) in \(context) needs values naming its event types, \(example)")
+        }
+        if channel.retain, let value = fields["retain"] {
+            report(value, "retain in \(context) cannot be true with homeassistant \(spelling): a retained event fires again whenever Home Assistant subscribes")
+        }
+        if mode == .read, let value = fields["mode"] {
+            report(value, "mode read in \(context) cannot be used with homeassistant \(spelling): every poll would fire an event")
         }
     }
 

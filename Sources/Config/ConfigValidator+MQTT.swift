@@ -15,7 +15,7 @@ extension ConfigValidator {
         }
         var username: String?
         if let value = fields["username"] { username = nonEmptyString(value, key: "username", context: context) }
-        let password = self.password(fields)
+        let (password, passwordFile) = self.password(fields)
         if password != nil, fields["username"] == nil, let key = fields.keyNode("password") ?? fields.keyNode("password_file") {
             report(key, "a password needs a username in mqtt")
         }
@@ -36,39 +36,39 @@ extension ConfigValidator {
             keepalive = seconds
         }
         return MQTTSettings(host: host, port: port, clientID: clientID, username: username, password: password,
-                            tls: tls, baseTopic: baseTopic, protocolVersion: version, keepalive: keepalive)
+                            passwordFile: passwordFile, tls: tls, baseTopic: baseTopic, protocolVersion: version, keepalive: keepalive)
     }
 
     /// `password_file` is read now, so a missing secret fails at load (and in `config check`) rather than at
     /// the first connection. Messages name the file, never its content.
-    private mutating func password(_ fields: MappingFields) -> Secret? {
+    private mutating func password(_ fields: MappingFields) -> (Secret?, SecretFile?) {
         if let inline = fields["password"], let file = fields["password_file"] {
             let later = inline.line > file.line ? fields.keyNode("password")! : fields.keyNode("password_file")!
             report(later, "mqtt has both password and password_file; use one (password_file is preferred)")
-            return nil
+            return (nil, nil)
         }
         if let value = fields["password"] {
-            return string(value, key: "password", context: "mqtt", secret: true).map(Secret.init)
+            return (string(value, key: "password", context: "mqtt", secret: true).map(Secret.init), nil)
         }
         guard let value = fields["password_file"],
-              let path = nonEmptyString(value, key: "password_file", context: "mqtt") else { return nil }
+              let path = nonEmptyString(value, key: "password_file", context: "mqtt") else { return (nil, nil) }
         let resolved = TextFile.resolve(path, relativeTo: file)
-        switch TextFile.read(resolved) {
+        switch TextFile.read(resolved, limit: TextFile.secretLimit) {
         case .failure(let error):
             report(value, "cannot read password_file \"\(resolved)\": \(error)")
-            return nil
+            return (nil, nil)
         case .success(var bytes):
             if bytes.last == 0x0A { bytes.removeLast() }
             if bytes.last == 0x0D { bytes.removeLast() }
             guard !bytes.isEmpty else {
                 report(value, "password_file \"\(resolved)\" is empty")
-                return nil
+                return (nil, nil)
             }
             guard let text = String(validating: bytes, as: UTF8.self) else {
                 report(value, "password_file \"\(resolved)\" is not valid UTF-8")
-                return nil
+                return (nil, nil)
             }
-            return Secret(text)
+            return (Secret(text), SecretFile(path: resolved, mode: TextFile.permissions(resolved)))
         }
     }
 

@@ -57,19 +57,19 @@ extension ConfigValidator {
         return nil
     }
 
-    /// A duration in seconds, integer or decimal, greater than zero.
+    /// A duration in seconds, integer or decimal, greater than zero (`Seconds`).
     mutating func seconds(_ node: YAMLNode, key: String, context: String) -> Duration? {
-        let expectation = "\(key) in \(context) must be a number of seconds greater than 0"
+        let expectation = "\(key) in \(context) must be \(Seconds.expectation)"
         guard case .scalar(let text, let style) = node.content, !node.isNull, style == .plain,
-              IntegerSyntax.isDecimal(text) || IntegerSyntax.isFloat(text), let value = Double(text) else {
+              IntegerSyntax.isDecimal(text) || IntegerSyntax.isFloat(text) else {
             report(node, "\(expectation), got \(node.kindDescription)\(quotedNumberHint(node))")
             return nil
         }
-        guard value > 0, value.isFinite, value <= 1e9 else {
+        guard let duration = Seconds.parse(text) else {
             report(node, "\(expectation), got \(text)")
             return nil
         }
-        return .seconds(value)
+        return duration
     }
 
     /// One of `choices` (the config spellings of an enum).

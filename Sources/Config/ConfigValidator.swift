@@ -57,9 +57,9 @@ struct ConfigValidator {
     mutating func topicPrefix(_ node: YAMLNode, key: String, context: String) -> String? {
         guard let text = nonEmptyString(node, key: key, context: context) else { return nil }
         let levels = text.split(separator: "/", omittingEmptySubsequences: false)
-        let bad = text.unicodeScalars.contains { $0 == "+" || $0 == "#" || $0.properties.generalCategory == .control }
+        let bad = text.unicodeScalars.contains { $0 == "+" || $0 == "#" || isRefusedInTopics($0) }
         guard !bad, !text.hasPrefix("$"), levels.allSatisfy({ !$0.isEmpty }) else {
-            report(node, "\(key) in \(context) must be an MQTT topic without wildcards (+ #), control characters, "
+            report(node, "\(key) in \(context) must be an MQTT topic without wildcards (+ #), control characters, noncharacters, "
                 + "a leading $ or empty levels, got \"\(text)\"")
             return nil
         }

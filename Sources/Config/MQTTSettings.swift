@@ -6,6 +6,8 @@ public struct MQTTSettings: Sendable, Equatable, CustomStringConvertible {
     public var username: String?
     /// From `password_file` (read at load time) or `password`.
     public var password: Secret?
+    /// Where `password` came from, when from a file: for the permission warning.
+    public var passwordFile: SecretFile?
     public var tls: TLSSettings?
     public var baseTopic: String
     public var protocolVersion: MQTTProtocolVersion
@@ -14,13 +16,14 @@ public struct MQTTSettings: Sendable, Equatable, CustomStringConvertible {
 
     /// `port` nil means 1883, or 8883 when `tls` is set; `clientID` nil means gattbridge-<hostname>.
     public init(host: String = "localhost", port: Int? = nil, clientID: String? = nil, username: String? = nil,
-                password: Secret? = nil, tls: TLSSettings? = nil, baseTopic: String = "gattbridge",
+                password: Secret? = nil, passwordFile: SecretFile? = nil, tls: TLSSettings? = nil, baseTopic: String = "gattbridge",
                 protocolVersion: MQTTProtocolVersion = .v5, keepalive: Int = 30) {
         self.host = host
         self.port = port ?? (tls == nil ? 1883 : 8883)
         self.clientID = clientID ?? Self.defaultClientID
         self.username = username
         self.password = password
+        self.passwordFile = passwordFile
         self.tls = tls
         self.baseTopic = baseTopic
         self.protocolVersion = protocolVersion
@@ -43,6 +46,17 @@ public struct MQTTSettings: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// A secret's file: the path as resolved, and its permission bits when it was read.
+public struct SecretFile: Sendable, Equatable {
+    public var path: String
+    public var mode: UInt32?
+
+    public init(path: String, mode: UInt32?) {
+        self.path = path
+        self.mode = mode
+    }
+}
+
 /// MQTT protocol version; raw values are the config spellings.
 public enum MQTTProtocolVersion: String, Sendable, CaseIterable {
     case v5 = "5"
@@ -54,7 +68,8 @@ public struct TLSSettings: Sendable, Equatable, CustomStringConvertible {
     public var caFile: String?
     public var certFile: String?
     public var keyFile: String?
-    /// Skip server certificate verification (testing only).
+    /// Do not check the broker's host name against its certificate (`mosquitto_tls_insecure_set`); the certificate
+    /// chain is still verified. Testing only: a warning says so.
     public var insecure: Bool
 
     public init(caFile: String? = nil, certFile: String? = nil, keyFile: String? = nil, insecure: Bool = false) {

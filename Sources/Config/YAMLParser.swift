@@ -1,4 +1,4 @@
-import CYAML
+internal import CYAML
 
 /// A YAML syntax or structure problem, positioned 1-based.
 struct YAMLError: Error, Sendable {
@@ -17,11 +17,14 @@ final class YAMLParser {
 
     private let parser: UnsafeMutablePointer<yaml_parser_t>
     private let input: UnsafeMutableBufferPointer<UInt8>
+    /// Bytes of text in `input` (which has room for at least one, even for empty text).
+    private let length: Int
     private var convertedNodes = 0
 
     init(text: String) {
         parser = .allocate(capacity: 1)
         let bytes = Array(text.utf8)
+        length = bytes.count
         input = .allocate(capacity: max(1, bytes.count))
         _ = input.initialize(from: bytes)
         yaml_parser_initialize(parser)
@@ -36,6 +39,7 @@ final class YAMLParser {
 
     /// The single document's root, or nil for an empty stream.
     func parseSingleDocument() throws(YAMLError) -> YAMLNode? {
+        try checkNestingDepth()
         var document = yaml_document_t()
         guard yaml_parser_load(parser, &document) == 1 else { throw syntaxError() }
         defer { yaml_document_delete(&document) }
@@ -50,6 +54,46 @@ final class YAMLParser {
                             message: "the config must be a single YAML document")
         }
         return node
+    }
+
+    /// Refuses a document nested deeper than `maxDepth` before `yaml_parser_load` sees it.
+    ///
+    /// libyaml's scanner re-checks every open flow level's possible simple key at each token, so its time grows with
+    /// the square of the flow nesting depth (40,000 `[` took 8.8 s), long before `convert` could refuse the depth.
+    /// Here libyaml's own event stream is read on a separate parser, counting open collections, and stops at the
+    /// first one beyond the limit: at most `maxDepth` levels are ever open, so the scan stays linear. Using libyaml's
+    /// tokens rather than counting brackets by hand means quotes, comments and block indentation are read exactly
+    /// as the real parse will read them. A syntax error ends the scan quietly: the real parse reports it, having
+    /// reached it through the same shallow prefix.
+    private func checkNestingDepth() throws(YAMLError) {
+        let scanner = UnsafeMutablePointer<yaml_parser_t>.allocate(capacity: 1)
+        yaml_parser_initialize(scanner)
+        defer {
+            yaml_parser_delete(scanner)
+            scanner.deallocate()
+        }
+        yaml_parser_set_input_string(scanner, input.baseAddress, length)
+        var open = 0
+        while true {
+            var event = yaml_event_t()
+            guard yaml_parser_parse(scanner, &event) == 1 else { return }
+            defer { yaml_event_delete(&event) }
+            switch event.type {
+            case YAML_STREAM_END_EVENT:
+                return
+            case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT, YAML_SCALAR_EVENT, YAML_ALIAS_EVENT:
+                // The same rule as `convert`: a node inside `maxDepth` collections is one too deep.
+                guard open < Self.maxDepth else {
+                    throw YAMLError(line: Int(event.start_mark.line) + 1, column: Int(event.start_mark.column) + 1,
+                                    message: "the document is nested more than \(Self.maxDepth) levels deep")
+                }
+                if event.type == YAML_SEQUENCE_START_EVENT || event.type == YAML_MAPPING_START_EVENT { open += 1 }
+            case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
+                open -= 1
+            default:
+                break
+            }
+        }
     }
 
     private func syntaxError() -> YAMLError {

@@ -1,4 +1,4 @@
-import CDBus
+internal import CDBus
 
 /// Signal subscriptions and the name-owner tracking that lets a rule with a well-known sender be matched locally.
 ///

@@ -1,9 +1,9 @@
-import CDBus
+internal import CDBus
 import Synchronization
 
 /// The libdbus side of a `DBusConnection`: the `DBusConnection*`, pending calls, subscriptions, exported handlers.
 /// Every method runs on the loop thread (only `connected`/`canPassFDs`/ids are read elsewhere), which is what makes
-/// the `@unchecked Sendable` sound.
+/// the `@unchecked Sendable` sound; debug builds check it on every access to the loop-only state.
 final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
     typealias Completion = (Result<[DBusValue], DBusError>) -> Void
 
@@ -27,14 +27,55 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
     let canPassFDs = Atomic<Bool>(false)
     private let idCounter = Atomic<UInt64>(0)
 
-    private(set) var raw: OpaquePointer?
-    private var dispatchScheduled = false
-    private var filterAdded = false
-    private var calls = [UInt64: PendingCall]()
-    var subscriptions = [UInt64: Subscription]()
-    var owners = [String: OwnerWatch]()
-    var taps = [UInt64: Tap]()
-    var handlers = [String: @Sendable (DBusMessage) -> DBusReply]()
+    // Loop-thread only: used through the accessors below, which check the thread in debug builds.
+    private var _raw: OpaquePointer? = nil
+    private var _dispatchScheduled: Bool = false
+    private var _filterAdded: Bool = false
+    private var _calls: [UInt64: PendingCall] = [:]
+    private var _subscriptions: [UInt64: Subscription] = [:]
+    private var _owners: [String: OwnerWatch] = [:]
+    private var _taps: [UInt64: Tap] = [:]
+    private var _handlers: [String: @Sendable (DBusMessage) -> DBusReply] = [:]
+
+    private(set) var raw: OpaquePointer? {
+        _read { loop.kernel.assertOnLoopThread("ConnectionCore.raw"); yield _raw }
+        _modify { loop.kernel.assertOnLoopThread("ConnectionCore.raw"); yield &_raw }
+    }
+
+    private var dispatchScheduled: Bool {
+        _read { loop.kernel.assertOnLoopThread("ConnectionCore.dispatchScheduled"); yield _dispatchScheduled }
+        _modify { loop.kernel.assertOnLoopThread("ConnectionCore.dispatchScheduled"); yield &_dispatchScheduled }
+    }
+
+    private var filterAdded: Bool {
+        _read { loop.kernel.assertOnLoopThread("ConnectionCore.filterAdded"); yield _filterAdded }
+        _modify { loop.kernel.assertOnLoopThread("ConnectionCore.filterAdded"); yield &_filterAdded }
+    }
+
+    private var calls: [UInt64: PendingCall] {
+        _read { loop.kernel.assertOnLoopThread("ConnectionCore.calls"); yield _calls }
+        _modify { loop.kernel.assertOnLoopThread("ConnectionCore.calls"); yield &_calls }
+    }
+
+    var subscriptions: [UInt64: Subscription] {
+        _read { loop.kernel.assertOnLoopThread("ConnectionCore.subscriptions"); yield _subscriptions }
+        _modify { loop.kernel.assertOnLoopThread("ConnectionCore.subscriptions"); yield &_subscriptions }
+    }
+
+    var owners: [String: OwnerWatch] {
+        _read { loop.kernel.assertOnLoopThread("ConnectionCore.owners"); yield _owners }
+        _modify { loop.kernel.assertOnLoopThread("ConnectionCore.owners"); yield &_owners }
+    }
+
+    var taps: [UInt64: Tap] {
+        _read { loop.kernel.assertOnLoopThread("ConnectionCore.taps"); yield _taps }
+        _modify { loop.kernel.assertOnLoopThread("ConnectionCore.taps"); yield &_taps }
+    }
+
+    var handlers: [String: @Sendable (DBusMessage) -> DBusReply] {
+        _read { loop.kernel.assertOnLoopThread("ConnectionCore.handlers"); yield _handlers }
+        _modify { loop.kernel.assertOnLoopThread("ConnectionCore.handlers"); yield &_handlers }
+    }
 
     init(loop: EventLoop) {
         self.loop = loop

@@ -1,4 +1,5 @@
-import CDBus
+internal import CDBus
+import Durations
 import Glibc
 import Synchronization
 
@@ -141,8 +142,7 @@ public final class DBusConnection: Sendable {
     }
 
     static func milliseconds(_ duration: Duration) -> Int32 {
-        let (seconds, attoseconds) = duration.components
-        guard seconds < Int64(Int32.max / 1000) else { return Int32.max }      // DBUS_TIMEOUT_INFINITE
-        return max(1, Int32(seconds * 1000 + attoseconds / 1_000_000_000_000_000))
+        // Int32.max is DBUS_TIMEOUT_INFINITE; under a millisecond would be 0, which libdbus takes as "default".
+        Int32(clamping: max(1, duration.inMilliseconds))
     }
 }

@@ -3,8 +3,10 @@ public enum DBusValue: Sendable, Hashable {
     case byte(UInt8), bool(Bool), int16(Int16), uint16(UInt16), int32(Int32), uint32(UInt32)
     case int64(Int64), uint64(UInt64), double(Double)
     case string(String), objectPath(String), signature(String)
-    /// Received: the receiver owns this (dup'ed) fd and must close it. Sent: libdbus dups it, the caller keeps its own.
+    /// An fd to send: libdbus dups it, the caller keeps (and closes) its own.
     case unixFD(Int32)
+    /// An fd received: owned by the `ReceivedFD`, to be `take()`n by the one who uses it.
+    case receivedFD(ReceivedFD)
     /// Element signature, elements (every element must have that signature).
     case array(String, [DBusValue])
     /// `a{..}`: key and value signatures, entries in wire order.
@@ -26,7 +28,7 @@ public enum DBusValue: Sendable, Hashable {
         case .string: "s"
         case .objectPath: "o"
         case .signature: "g"
-        case .unixFD: "h"
+        case .unixFD, .receivedFD: "h"
         case .array(let element, _): "a" + element
         case .dictionary(let key, let value, _): "a{" + key + value + "}"
         case .structure(let fields): "(" + fields.map(\.signature).joined() + ")"

@@ -1,4 +1,4 @@
-import CDBus
+internal import CDBus
 import Glibc
 import Synchronization
 
@@ -34,12 +34,38 @@ final class LoopKernel: @unchecked Sendable {
     /// Watches removed from other threads whose removal has not yet run on the loop: never started again.
     private let removedWatches = Mutex(Set<EventLoop.WatchID>())
 
-    // Loop-thread only.
-    private var dbusWatches = Set<OpaquePointer>()
-    private var dbusTimeouts = Set<OpaquePointer>()
-    private var deadlines = [OpaquePointer: Int64]()       // enabled timeouts → monotonic ms
-    private var userWatches = [EventLoop.WatchID: UserWatch]()
-    private var toDispatch = [LoopDispatchable]()
+    // Loop-thread only: used through the accessors below, which check the thread in debug builds (in the spirit
+    // of swift-nio's NIOLoopBound), so a stray access from another thread fails a test instead of racing.
+    private var _dbusWatches = Set<OpaquePointer>()
+    private var _dbusTimeouts = Set<OpaquePointer>()
+    private var _deadlines = [OpaquePointer: Int64]()       // enabled timeouts → monotonic ms
+    private var _userWatches = [EventLoop.WatchID: UserWatch]()
+    private var _toDispatch = [LoopDispatchable]()
+
+    private var dbusWatches: Set<OpaquePointer> {
+        _read { assertOnLoopThread("dbusWatches"); yield _dbusWatches }
+        _modify { assertOnLoopThread("dbusWatches"); yield &_dbusWatches }
+    }
+
+    private var dbusTimeouts: Set<OpaquePointer> {
+        _read { assertOnLoopThread("dbusTimeouts"); yield _dbusTimeouts }
+        _modify { assertOnLoopThread("dbusTimeouts"); yield &_dbusTimeouts }
+    }
+
+    private var deadlines: [OpaquePointer: Int64] {
+        _read { assertOnLoopThread("deadlines"); yield _deadlines }
+        _modify { assertOnLoopThread("deadlines"); yield &_deadlines }
+    }
+
+    private var userWatches: [EventLoop.WatchID: UserWatch] {
+        _read { assertOnLoopThread("userWatches"); yield _userWatches }
+        _modify { assertOnLoopThread("userWatches"); yield &_userWatches }
+    }
+
+    private var toDispatch: [LoopDispatchable] {
+        _read { assertOnLoopThread("toDispatch"); yield _toDispatch }
+        _modify { assertOnLoopThread("toDispatch"); yield &_toDispatch }
+    }
 
     init() {
         wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
@@ -70,6 +96,14 @@ final class LoopKernel: @unchecked Sendable {
 
     var isLoopThread: Bool {
         pthread_equal(pthread_self(), pthread_t(threadID.load(ordering: .acquiring))) != 0
+    }
+
+    /// Debug builds: traps unless called on the loop thread. Release builds: nothing.
+    @inline(__always)
+    func assertOnLoopThread(_ what: @autoclosure () -> String, file: StaticString = #fileID, line: UInt = #line) {
+        #if DEBUG
+        precondition(isLoopThread, "\(what()) used off the D-Bus loop thread", file: file, line: line)
+        #endif
     }
 
     func enqueue(_ work: @escaping @Sendable () -> Void) {

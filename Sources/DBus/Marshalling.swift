@@ -1,4 +1,4 @@
-import CDBus
+internal import CDBus
 import Glibc
 
 /// libdbus type codes (`#define DBUS_TYPE_STRING ((int) 's')` and friends do not import into Swift).
@@ -70,6 +70,8 @@ enum Marshalling {
             try validate(inner)
         case .unixFD(let fd):
             guard fcntl(fd, F_GETFD) != -1 else { throw .invalidArgs("Not an open file descriptor: \(fd)") }
+        case .receivedFD(let received):
+            guard received.peek() >= 0 else { throw .invalidArgs("A received fd that was already taken") }
         case .byte, .bool, .int16, .uint16, .int32, .uint32, .int64, .uint64, .double:
             break
         }
@@ -89,6 +91,9 @@ enum Marshalling {
         case .uint64(var v): return dbus_message_iter_append_basic(&iter, TypeCode.uint64, &v) != 0
         case .double(var v): return dbus_message_iter_append_basic(&iter, TypeCode.double, &v) != 0
         case .unixFD(var v): return dbus_message_iter_append_basic(&iter, TypeCode.unixFD, &v) != 0
+        case .receivedFD(let received):     // sent on: libdbus dups it, the holder keeps its own
+            var v = received.peek()
+            return dbus_message_iter_append_basic(&iter, TypeCode.unixFD, &v) != 0
         case .string(let s): return appendString(s, TypeCode.string, &iter)
         case .objectPath(let s): return appendString(s, TypeCode.objectPath, &iter)
         case .signature(let s): return appendString(s, TypeCode.signature, &iter)
@@ -212,7 +217,7 @@ enum Marshalling {
         case TypeCode.int64: return .int64(basic(&iter, Int64(0)))
         case TypeCode.uint64: return .uint64(basic(&iter, UInt64(0)))
         case TypeCode.double: return .double(basic(&iter, Double(0)))
-        case TypeCode.unixFD: return .unixFD(basic(&iter, Int32(-1)))
+        case TypeCode.unixFD: return .receivedFD(ReceivedFD(basic(&iter, Int32(-1))))
         case TypeCode.string: return .string(stringValue(&iter))
         case TypeCode.objectPath: return .objectPath(stringValue(&iter))
         case TypeCode.signature: return .signature(stringValue(&iter))

@@ -45,8 +45,10 @@ extension DBusConnection {
 
     /// org.freedesktop.DBus.Peer.Ping on the bus itself: proves the loop, the socket and the daemon are alive.
     public func ping(timeout: Duration = .seconds(25)) async throws(DBusError) {
-        _ = try await call(destination: Bus.name, path: Bus.path, interface: "org.freedesktop.DBus.Peer",
-                           member: "Ping", timeout: timeout)
+        // GetId rather than Peer.Ping: every client may call the bus's own interface, while Debian's stock system
+        // bus policy refuses Peer.Ping, which would silence the watchdog on a machine without our policy file.
+        _ = try await call(destination: Bus.name, path: Bus.path, interface: Bus.name, member: "GetId",
+                           timeout: timeout)
     }
 
     /// The unique name owning `name`; nil when the name has no owner.

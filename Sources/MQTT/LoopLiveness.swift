@@ -1,3 +1,4 @@
+import Durations
 import Synchronization
 
 /// Evidence, readable from any thread, that the network thread is making progress. The thread beats at the top of
@@ -32,7 +33,7 @@ final class LoopLiveness: Sendable {
         guard running.load(ordering: .acquiring) else { return false }
         let now = MonotonicClock.nanoseconds
         let connectStart = connectCallStart.load(ordering: .relaxed)
-        if connectStart != 0, now - connectStart < Self.connectCallAllowance.nanoseconds { return true }
-        return now - lastBeat.load(ordering: .relaxed) < Self.stallLimit.nanoseconds
+        if connectStart != 0, now - connectStart < Self.connectCallAllowance.inNanoseconds { return true }
+        return now - lastBeat.load(ordering: .relaxed) < Self.stallLimit.inNanoseconds
     }
 }

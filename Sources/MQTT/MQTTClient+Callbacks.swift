@@ -1,4 +1,4 @@
-import CMosquitto
+internal import CMosquitto
 import Glibc
 import Logging
 
@@ -19,9 +19,9 @@ extension MQTTClient {
             let error = errno
             MQTTClient.client(userdata)?.disconnectCallback(rc, errno: error)
         }
-        mosquitto_message_v5_callback_set(mosq) { _, userdata, message, _ in
+        mosquitto_message_v5_callback_set(mosq) { _, userdata, message, properties in
             guard let message = message?.pointee else { return }
-            MQTTClient.client(userdata)?.messageCallback(message)
+            MQTTClient.client(userdata)?.messageCallback(message, properties: properties)
         }
         mosquitto_publish_v5_callback_set(mosq) { _, userdata, mid, _, _ in
             MQTTClient.client(userdata)?.publishCallback(mid)
@@ -56,16 +56,50 @@ extension MQTTClient {
         linkEvents.withLock { $0.append(.lost(code: rc, description: text)) }
     }
 
-    private func messageCallback(_ message: mosquitto_message) {
+    /// Copies the message out. `retain` is the PUBLISH packet's retain flag as libmosquitto parsed it: set when the
+    /// broker sends a retained message on subscribe, clear on live forwarding. A message over the maximum packet
+    /// size (only possible on MQTT 3.1.1, where the broker cannot be told the limit) is dropped uncopied.
+    private func messageCallback(_ message: mosquitto_message, properties: OpaquePointer?) {
+        networkThread.assertOnOwner("MQTT message callback")
+        guard Int(message.payloadlen) <= configuration.maximumPacketSize else {
+            oversizeDropped.add(1, ordering: .relaxed)
+            logger.warning("MQTT message over the maximum packet size dropped", metadata: [
+                "topic": "\(message.topic.map { String(cString: $0).prefix(128) } ?? "")",
+                "bytes": "\(message.payloadlen)", "limit": "\(configuration.maximumPacketSize)"])
+            reportDrop(.oversizeReceived, count: 1)
+            return
+        }
         let topic = message.topic.map { String(cString: $0) } ?? ""
         let payload: [UInt8] = message.payload.map {
             Array(UnsafeRawBufferPointer(start: $0, count: Int(message.payloadlen)))
         } ?? []
         messageSink.yield(MQTTMessage(topic: topic, payload: payload, qos: MQTTQoS(rawValue: message.qos) ?? .atMostOnce,
-                                      retain: message.retain))
+                                      retain: message.retain, responseTopic: Self.responseTopic(properties),
+                                      correlationData: Self.correlationData(properties)))
+    }
+
+    static func responseTopic(_ properties: OpaquePointer?) -> String? {
+        guard let properties else { return nil }
+        var value: UnsafeMutablePointer<CChar>?
+        guard mosquitto_property_read_string(properties, Int32(MQTT_PROP_RESPONSE_TOPIC.rawValue), &value, false) != nil,
+              let value else { return nil }
+        defer { free(value) }
+        return String(cString: value)
+    }
+
+    static func correlationData(_ properties: OpaquePointer?) -> [UInt8]? {
+        guard let properties else { return nil }
+        var value: UnsafeMutableRawPointer?
+        var length: UInt16 = 0
+        guard mosquitto_property_read_binary(properties, Int32(MQTT_PROP_CORRELATION_DATA.rawValue), &value, &length, false) != nil
+        else { return nil }
+        defer { free(value) }
+        guard let value else { return [] }
+        return Array(UnsafeRawBufferPointer(start: value, count: Int(length)))
     }
 
     private func publishCallback(_ mid: Int32) {
+        inFlight.withLock { $0.acknowledged(mid: mid) }
         if deliveries.withLock({ $0.acknowledged(mid: mid) }) { finalMessagesDelivered.open() }
     }
 

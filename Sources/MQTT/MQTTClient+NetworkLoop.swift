@@ -1,4 +1,5 @@
-import CMosquitto
+internal import CMosquitto
+import Durations
 import Glibc
 import Logging
 
@@ -23,11 +24,12 @@ extension MQTTClient {
     }
 
     private func runNetworkLoop() {
+        networkThread.claim()
         var socketOpen = false
         var failures = 0
         var nextAttempt = MonotonicClock.nanoseconds
         var stopDeadline: Int64?
-        let keepalive = Int(min(max(configuration.keepalive.components.seconds, 5), 65_535))
+        let keepalive = Int(min(max(configuration.keepalive.inMilliseconds / 1000, 5), 65_535))
 
         while true {
             liveness.beat()
@@ -35,7 +37,7 @@ extension MQTTClient {
             if stopRequested.load(ordering: .acquiring) {
                 // Send the DISCONNECT and let it reach the socket, briefly.
                 if stopDeadline == nil {
-                    handOverDeferred()
+                    handOverWaiting()
                     if socketOpen { _ = handle.disconnect() }
                 }
                 let deadline = stopDeadline ?? now + 1_000_000_000
@@ -51,8 +53,7 @@ extension MQTTClient {
                     continue
                 }
                 liveness.enterConnectCall()
-                let rc = handle.connectAsync(host: configuration.host, port: configuration.port, keepalive: keepalive)
-                let error = errno
+                let (rc, error) = handle.connect(host: configuration.host, port: configuration.port, keepalive: keepalive)
                 liveness.leaveConnectCall()
                 if rc == MOSQ_SUCCESS {
                     socketOpen = true
@@ -66,7 +67,7 @@ extension MQTTClient {
             }
             let before = MonotonicClock.nanoseconds
             let rc = service(timeoutMilliseconds: 1000)
-            handOverDeferred()
+            handOverWaiting()
             if processLinkEvents() { failures = 0 }
             // Busy (the poll returned almost at once): let PUBACKs and other input gather for a moment instead of
             // waking once per packet. At 1,000 notifications/s this halves the thread's wake-ups; below 200 packets/s
@@ -97,6 +98,7 @@ extension MQTTClient {
     /// packets wait) or the wake pipe is signalled, then read, write and run the keepalive. `mosquitto_loop` would
     /// also wait on libmosquitto's internal socketpair, which only matters in threaded mode (see `MosquittoHandle`).
     private func service(timeoutMilliseconds: Int32) -> Int32 {
+        networkThread.assertOnOwner("MQTT socket service")
         let socket = handle.socket
         guard socket >= 0 else { return MOSQ_NO_CONN }
         var events = Int16(POLLIN)
@@ -126,8 +128,8 @@ extension MQTTClient {
 
     /// reconnectDelay × 2^(failures − 1), capped at reconnectDelayMax.
     func backoff(failures: Int) -> Int64 {
-        let base = max(configuration.reconnectDelay.nanoseconds, 1_000_000)
-        let cap = max(configuration.reconnectDelayMax.nanoseconds, base)
+        let base = max(configuration.reconnectDelay.inNanoseconds, 1_000_000)
+        let cap = max(configuration.reconnectDelayMax.inNanoseconds, base)
         let shift = min(failures - 1, 30)
         let (scaled, overflow) = base.multipliedReportingOverflow(by: Int64(1) << shift)
         return overflow ? cap : min(scaled, cap)
@@ -138,6 +140,7 @@ extension MQTTClient {
     /// The offline buffer is flushed here rather than in the connect callback: libmosquitto calls on_connect before
     /// it resends its own unacknowledged messages, so publishing from the callback would overtake them.
     private func processLinkEvents() -> Bool {
+        networkThread.assertOnOwner("MQTT link event processing")
         let events = linkEvents.withLock { events in
             defer { events = [] }
             return events
@@ -153,6 +156,7 @@ extension MQTTClient {
                 refusal = (code, description)
             case .lost(let code, let description):
                 session.withLock { $0.ready = false }
+                inFlight.withLock { $0.linkLost() }
                 if let refusal {
                     noteDisconnected(code: refusal.code, description: "connection refused: \(refusal.description)")
                 } else {
@@ -167,15 +171,17 @@ extension MQTTClient {
     private func restoreSession() {
         let (subscriptions, flushed) = session.withLock { state -> (Int, Int) in
             guard state.phase == .running else { return (0, 0) }
-            for (filter, qos) in state.subscriptions { _ = handle.subscribe(filter, qos: qos) }
+            for (filter, options) in state.subscriptions { _ = handle.subscribe(filter, options: options) }
             // Deferred messages were published before the link dropped: they go first.
             let deferred = state.deferred
             state.deferred = []
             for outgoing in deferred { _ = handOver(outgoing, state: &state, mayDefer: false) }
-            let backlog = state.buffer.takeAll()
-            for outgoing in backlog { _ = handOver(outgoing, state: &state, mayDefer: false) }
+            // The rest of the buffer (beyond the bound, counting what libmosquitto resends) follows as PUBACKs
+            // arrive; publishes meanwhile queue behind it.
+            let backlog = state.buffer.count
+            flushBuffer(&state)
             state.ready = true
-            return (state.subscriptions.count, backlog.count)
+            return (state.subscriptions.count, backlog)
         }
         logger.info("MQTT connected", metadata: ["subscriptions": "\(subscriptions)", "flushed": "\(flushed)"])
         states.update(.connected)

@@ -1,4 +1,4 @@
-import CMosquitto
+internal import CMosquitto
 import Logging
 import Synchronization
 
@@ -17,16 +17,30 @@ public final class MQTTClient: Sendable {
     /// Written by libmosquitto callbacks (network thread), read by the loop after each `mosquitto_loop`. A leaf lock.
     let linkEvents = Mutex<[LinkEvent]>([])
     let deliveries = Mutex(DeliveryTracker())
+    /// QoS ≥ 1 messages libmosquitto holds unacknowledged; a leaf lock (taken inside `on_publish`).
+    let inFlight = Mutex(InFlightLedger())
+    /// Drop totals per reason, for `MQTTDropReport.total`; a leaf lock.
+    let dropTotals = Mutex<[MQTTDropReport.Reason: Int]>([:])
+    /// The network thread, which alone may run `service`, `processLinkEvents` and the other loop-only functions.
+    let networkThread = ThreadOwner()
     let finalMessagesDelivered = Latch()
     let threadEnded = Latch()
     let states = StateBroadcast()
     let liveness = LoopLiveness()
     let wake = WakeSignal()
     let stopRequested = Atomic<Bool>(false)
+    /// Written in the message callback, where the session lock must not be taken.
+    let oversizeDropped = Atomic<Int>(0)
     let messageSink: AsyncStream<MQTTMessage>.Continuation
+    let dropSink: AsyncStream<MQTTDropReport>.Continuation
 
     /// Every message received on a subscribed filter, in arrival order. Meant for one consumer.
     public let messages: AsyncStream<MQTTMessage>
+
+    /// One report per event that lost messages for good (evictions by the offline bound, QoS 0 while offline,
+    /// shutdown, oversize input), meant for one consumer that logs or publishes them (rate-limiting is its job).
+    /// Only the newest 256 reports wait for a slow consumer; each carries the running total for its reason.
+    public let drops: AsyncStream<MQTTDropReport>
 
     public init(configuration: MQTTConfiguration, logger: Logger = Logger(label: "gattbridge.mqtt")) throws(MQTTError) {
         self.configuration = configuration
@@ -34,6 +48,7 @@ public final class MQTTClient: Sendable {
         handle = try MosquittoHandle(configuration: configuration)
         session = Mutex(SessionState(bufferLimit: configuration.offlineBufferLimit))
         (messages, messageSink) = AsyncStream.makeStream(of: MQTTMessage.self)
+        (drops, dropSink) = AsyncStream.makeStream(of: MQTTDropReport.self, bufferingPolicy: .bufferingNewest(256))
         handle.setUserData(Unmanaged.passUnretained(self).toOpaque())
         installCallbacks()
     }
@@ -57,30 +72,45 @@ public final class MQTTClient: Sendable {
 
     public var isConnected: Bool { states.current == .connected }
 
+    /// QoS ≥ 1 messages evicted by the offline bound since the client was created.
     public var droppedWhileOffline: Int { session.withLock { $0.buffer.evicted } }
 
     public var droppedQoS0WhileOffline: Int { session.withLock { $0.droppedQoS0 } }
 
+    /// Received messages over `maximumPacketSize`, dropped without being copied (MQTT 3.1.1 only).
+    public var droppedOversizeReceived: Int { oversizeDropped.load(ordering: .relaxed) }
+
+    /// Messages waiting in our buffer for the broker (not yet given to libmosquitto).
     public var offlineBufferCount: Int { session.withLock { $0.buffer.count } }
 
-    public func subscribe(_ filter: String, qos: MQTTQoS = .atLeastOnce) {
+    /// QoS ≥ 1 messages given to libmosquitto and not yet acknowledged: sent and awaiting PUBACK, or queued in
+    /// libmosquitto for the next connect. They count against the offline bound together with `offlineBufferCount`.
+    public var unacknowledgedCount: Int { inFlight.withLock { $0.count } }
+
+    /// Subscribes now if connected, and again after every reconnect with the same options. `retainHandling` is an
+    /// MQTT 5 subscription option; on 3.1.1 the broker always sends retained messages (check `MQTTMessage.retain`).
+    /// Subscribing again to the same filter replaces its options.
+    public func subscribe(_ filter: String, qos: MQTTQoS = .atLeastOnce, retainHandling: MQTTRetainHandling = .sendOnSubscribe) {
         guard mosquitto_sub_topic_check(filter) == MOSQ_SUCCESS, !filter.utf8.contains(0) else {
             logger.error("invalid MQTT subscription filter", metadata: ["filter": "\(filter)"])
             return
         }
-        session.withLock { state in
-            state.subscriptions[filter] = qos
-            if state.ready { _ = handle.subscribe(filter, qos: qos) }
+        let options = SubscriptionOptions(qos: qos, retainHandling: retainHandling)
+        let sent = session.withLock { state in
+            state.subscriptions[filter] = options
+            return state.ready && handle.subscribe(filter, options: options) == MOSQ_SUCCESS
         }
-        if handle.wantsWrite { wake.signal() }
+        // Only after a packet was queued: otherwise the network thread may be inside a (blocking) connect call
+        // holding the I/O lock, and this caller must not wait for it.
+        if sent, handle.wantsWrite { wake.signal() }
     }
 
     public func unsubscribe(_ filter: String) {
-        session.withLock { state in
-            guard state.subscriptions.removeValue(forKey: filter) != nil else { return }
-            if state.ready { _ = handle.unsubscribe(filter) }
+        let sent = session.withLock { state in
+            guard state.subscriptions.removeValue(forKey: filter) != nil else { return false }
+            return state.ready && handle.unsubscribe(filter) == MOSQ_SUCCESS
         }
-        if handle.wantsWrite { wake.signal() }
+        if sent, handle.wantsWrite { wake.signal() }
     }
 
     @discardableResult
@@ -94,27 +124,109 @@ public final class MQTTClient: Sendable {
         publish(OutgoingMessage(message: MQTTMessage(topic: topic, payload: payload, qos: qos, retain: retain)))
     }
 
+    /// Publishes `message` with its MQTT 5 request metadata (`responseTopic`, `correlationData`), which MQTT 3.1.1
+    /// cannot carry and drops. Like the other `publish` methods, never blocks on the network.
+    @discardableResult
+    public func publish(_ message: MQTTMessage) -> MQTTPublishOutcome {
+        publish(OutgoingMessage(message: message))
+    }
+
     func publish(_ outgoing: OutgoingMessage) -> MQTTPublishOutcome {
         let topic = outgoing.message.topic
         guard !topic.utf8.contains(0), mosquitto_pub_topic_check(topic) == MOSQ_SUCCESS else {
             return dropped(outgoing, reason: "invalid topic \(topic)")
         }
-        let (outcome, evicted) = session.withLock { state -> (MQTTPublishOutcome, OutgoingMessage?) in
+        if let data = outgoing.message.correlationData, data.count > Int(UInt16.max) {
+            return dropped(outgoing, reason: "correlation data over 65535 bytes")
+        }
+        let (outcome, evicted) = session.withLock { state -> (MQTTPublishOutcome, [OutgoingMessage]) in
             switch state.phase {
             case .stopped:
-                return (.dropped("client shut down"), nil)
-            case _ where state.ready:
-                return (handOver(outgoing, state: &state), nil)
+                return (.dropped("client shut down"), [])
+            case _ where state.ready && (outgoing.message.qos == .atMostOnce || mayHandOverDirectly(state)):
+                return (handOver(outgoing, state: &state), [])
             case _ where outgoing.message.qos == .atMostOnce:
                 state.droppedQoS0 += 1
-                return (.dropped("not connected (QoS 0)"), nil)
+                return (.dropped("not connected (QoS 0)"), [])
             default:
-                return (.buffered, state.buffer.append(outgoing))
+                // Offline, or libmosquitto holds the bound's worth unacknowledged (then older buffered messages
+                // wait for PUBACKs and the network thread hands them over, this one after them).
+                let unacknowledged = inFlight.withLock { $0.count }
+                let full = state.buffer.capacity(inFlight: unacknowledged) == 0
+                let evicted = state.buffer.append(outgoing, inFlight: unacknowledged)
+                return (full ? .dropped("offline buffer full") : .buffered, evicted)
             }
         }
-        if case .dropped = outcome, outgoing.tracked { abandonTracked() }
-        if let evicted, evicted.tracked { abandonTracked() }
+        switch outcome {
+        case .dropped("not connected (QoS 0)"): reportDrop(.notConnected, count: 1)
+        case .dropped where outgoing.tracked: abandonTracked()
+        default: break
+        }
+        if !evicted.isEmpty {
+            reportDrop(.bufferFull, count: evicted.count)
+            for message in evicted where message.tracked && message != outgoing { abandonTracked() }
+        }
         return outcome
+    }
+
+    /// libmosquitto's unacknowledged messages count against the bound; beyond it (a broker that stopped acking)
+    /// new messages queue in our buffer, whose eviction keeps the total flat, instead of in libmosquitto's
+    /// unbounded queue. The bound never goes below libmosquitto's own in-flight window.
+    func mayHandOverDirectly(_ state: SessionState) -> Bool {
+        state.buffer.isEmpty && inFlight.withLock { $0.count } < inFlightGate
+    }
+
+    var inFlightGate: Int { max(configuration.offlineBufferLimit, MosquittoHandle.sendMaximum) }
+
+    /// Counts and reports messages lost for good.
+    func reportDrop(_ reason: MQTTDropReport.Reason, count: Int) {
+        guard count > 0 else { return }
+        let total = dropTotals.withLock { totals in
+            totals[reason, default: 0] += count
+            return totals[reason]!
+        }
+        dropSink.yield(MQTTDropReport(reason: reason, count: count, total: total))
+    }
+
+    /// Takes every message waiting in the buffer (not yet given to libmosquitto), oldest first, e.g. to move them
+    /// to a replacement client with `adopt`. Messages already in libmosquitto (`unacknowledgedCount`) cannot be
+    /// taken out: they are sent by this client or, if it shuts down first, lost and reported as `.shutdown`.
+    public func drainBuffered() -> [MQTTMessage] {
+        session.withLock { state in
+            var kept: [OutgoingMessage] = []
+            var taken: [MQTTMessage] = []
+            for outgoing in state.buffer.takeAll() {
+                if outgoing.tracked { kept.append(outgoing) } else { taken.append(outgoing.message) }
+            }
+            _ = state.buffer.prepend(kept)
+            return taken
+        }
+    }
+
+    /// Puts `messages` (oldest first, e.g. from another client's `drainBuffered`) in front of this client's own
+    /// buffered messages, as they are older. Beyond the bound the oldest are evicted and reported. Works in
+    /// batches, yielding between them, so publishers on other threads never wait long for the session lock.
+    /// QoS 0 messages are skipped (they are never buffered). Returns how many were evicted.
+    @discardableResult
+    public func adopt(_ messages: [MQTTMessage], batchSize: Int = 512) async -> Int {
+        let adoptable = messages.filter { $0.qos > .atMostOnce }
+        var evicted = 0
+        // Last batch first: each batch goes in front of the previous one, so the order stays oldest first.
+        var end = adoptable.count
+        while end > 0 {
+            let start = max(0, end - max(batchSize, 1))
+            let batch = adoptable[start..<end].map { OutgoingMessage(message: $0) }
+            let lost = session.withLock { state -> Int in
+                guard state.phase != .stopped else { return batch.count }
+                return state.buffer.prepend(batch, inFlight: inFlight.withLock { $0.count }).count
+            }
+            if lost > 0 { reportDrop(.bufferFull, count: lost) }
+            evicted += lost
+            end = start
+            if end > 0 { await Task.yield() }
+        }
+        wake.signal()       // connected: the network thread hands them over
+        return evicted
     }
 
     /// Gives one message to libmosquitto, which writes it from this thread; call with the session lock held so
@@ -145,22 +257,39 @@ public final class MQTTClient: Sendable {
         let rc = result.rc
         let accepted = rc == MOSQ_SUCCESS || (outgoing.message.qos > .atMostOnce && queuedDespiteError.contains(rc))
         guard accepted else {
-            if rc == MOSQ_NO_CONN { state.droppedQoS0 += 1 }
+            if rc == MOSQ_NO_CONN {
+                state.droppedQoS0 += 1
+                reportDrop(.notConnected, count: 1)
+            }
             // A publisher sees the outcome; on the network thread nobody does, so it is logged there.
             if mayDefer { return .dropped(mosquittoDescription(rc)) }
             return dropped(outgoing, reason: mosquittoDescription(rc))
         }
+        inFlight.withLock { $0.handedOver(mid: mid, qos: outgoing.message.qos) }
         if outgoing.tracked, deliveries.withLock({ $0.handedOver(mid: mid) }) { finalMessagesDelivered.open() }
         return .handedOver
     }
 
-    /// Hands over what publishers deferred; on the network thread.
-    func handOverDeferred() {
+    /// Hands over what publishers deferred, then, when connected, buffered messages while libmosquitto's
+    /// unacknowledged count is below the bound; on the network thread.
+    func handOverWaiting() {
+        networkThread.assertOnOwner("MQTT hand-over of waiting messages")
         session.withLock { state in
-            guard !state.deferred.isEmpty else { return }
-            let waiting = state.deferred
-            state.deferred = []
-            for outgoing in waiting { _ = handOver(outgoing, state: &state, mayDefer: false) }
+            if !state.deferred.isEmpty {
+                let waiting = state.deferred
+                state.deferred = []
+                for outgoing in waiting { _ = handOver(outgoing, state: &state, mayDefer: false) }
+            }
+            guard state.ready else { return }
+            flushBuffer(&state)
+        }
+    }
+
+    /// Hands buffered messages over in order while the bound allows; call with the session lock held.
+    func flushBuffer(_ state: inout SessionState) {
+        let gate = inFlightGate
+        while !state.buffer.isEmpty, inFlight.withLock({ $0.count }) < gate, let next = state.buffer.popFirst() {
+            _ = handOver(next, state: &state, mayDefer: false)
         }
     }
 
@@ -183,7 +312,12 @@ public final class MQTTClient: Sendable {
     /// Publishes `finalMessages` (e.g. the retained `offline` state), waits until each is acknowledged (QoS ≥ 1) or
     /// written (QoS 0) or `timeout` passes, disconnects cleanly (so the broker does not send the will), and ends the
     /// network thread. Later publishes are dropped. Calling it again returns at once.
-    public func shutdown(finalMessages: [MQTTMessage] = [], timeout: Duration = .seconds(2)) async {
+    ///
+    /// Returns how many messages were lost (still buffered, or in libmosquitto unacknowledged, when the client
+    /// stopped); they are also logged and reported on `drops` as `.shutdown`, so a shutdown with the broker down
+    /// never loses messages silently. Call `drainBuffered` first to keep the buffered ones.
+    @discardableResult
+    public func shutdown(finalMessages: [MQTTMessage] = [], timeout: Duration = .seconds(2)) async -> Int {
         let deadline = ContinuousClock.now + timeout
         let wasRunning = session.withLock { $0.phase == .running }
         if wasRunning, !finalMessages.isEmpty {
@@ -197,11 +331,13 @@ public final class MQTTClient: Sendable {
                 logger.warning("MQTT final messages not confirmed before the shutdown timeout")
             }
         }
-        let pending = session.withLock { state -> Bool in
+        let (pending, bufferedLost) = session.withLock { state -> (Bool, Int) in
             let previous = state.phase
             state.phase = .stopped
             state.ready = false
-            return previous == .running
+            let lost = state.buffer.takeAll().count { !$0.tracked } + state.deferred.count { !$0.tracked }
+            state.deferred = []
+            return (previous == .running, lost)
         }
         if pending {
             // The network thread sends the DISCONNECT itself: it may be inside a connect call (DNS) that a
@@ -212,8 +348,15 @@ public final class MQTTClient: Sendable {
                 logger.warning("MQTT network thread did not end before the shutdown timeout")
             }
         }
+        let lost = bufferedLost + inFlight.withLock { $0.count }
+        if lost > 0 {
+            logger.warning("MQTT messages not delivered before shutdown", metadata: ["count": "\(lost)"])
+            reportDrop(.shutdown, count: lost)
+        }
         states.finish()
         messageSink.finish()
+        dropSink.finish()
+        return lost
     }
 }
 

@@ -1,3 +1,5 @@
+import Durations
+
 /// Which MQTT protocol the client speaks; both go through the same libmosquitto calls.
 public enum MQTTProtocolVersion: String, Sendable, CaseIterable {
     case v311 = "3.1.1"
@@ -38,12 +40,18 @@ public struct MQTTConfiguration: Sendable, CustomStringConvertible {
     /// First delay before reconnecting; doubled after each failed attempt up to `reconnectDelayMax`.
     public var reconnectDelay: Duration
     public var reconnectDelayMax: Duration
+    /// Largest packet accepted from the broker (bytes). MQTT 5: announced in CONNECT (Maximum Packet Size), and
+    /// the broker drops anything larger instead of sending it. MQTT 3.1.1 cannot announce it: libmosquitto 2.0
+    /// reads (and allocates) a packet of any size the broker allows, and the client drops a larger message
+    /// without copying it. Default 256 KiB.
+    public var maximumPacketSize: Int
 
     public init(
         host: String = "localhost", port: Int = 1883, clientID: String, username: String? = nil,
         password: String? = nil, tls: MQTTTLS? = nil, protocolVersion: MQTTProtocolVersion = .v5,
         keepalive: Duration = .seconds(30), will: MQTTMessage? = nil, offlineBufferLimit: Int = 10_000,
-        reconnectDelay: Duration = .seconds(1), reconnectDelayMax: Duration = .seconds(30)
+        reconnectDelay: Duration = .seconds(1), reconnectDelayMax: Duration = .seconds(30),
+        maximumPacketSize: Int = 256 * 1024
     ) {
         self.host = host
         self.port = port
@@ -57,11 +65,12 @@ public struct MQTTConfiguration: Sendable, CustomStringConvertible {
         self.offlineBufferLimit = offlineBufferLimit
         self.reconnectDelay = reconnectDelay
         self.reconnectDelayMax = reconnectDelayMax
+        self.maximumPacketSize = min(max(maximumPacketSize, 64), Int(Int32.max))
     }
 
     public var description: String {
         var parts = ["\(tls == nil ? "mqtt" : "mqtts")://\(host):\(port)", "client_id=\(clientID)",
-                     "protocol=\(protocolVersion.rawValue)", "keepalive=\(keepalive.components.seconds)s"]
+                     "protocol=\(protocolVersion.rawValue)", "keepalive=\(keepalive.secondsDescription)s"]
         if let username { parts.append("username=\(username)") }
         if password != nil { parts.append("password=<redacted>") }
         return parts.joined(separator: " ")

@@ -1,4 +1,4 @@
-import CMosquitto
+internal import CMosquitto
 
 /// A libmosquitto failure while setting the client up (options, TLS files, will).
 public struct MQTTError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import CMosquitto
+internal import CMosquitto
 import Glibc
 
 /// The one owner of a `struct mosquitto *`, shared between the network thread and publishers (`@unchecked Sendable`).
@@ -7,14 +7,21 @@ import Glibc
 /// packet and writes a byte to an internal socketpair to wake the network thread, which then writes it: one extra
 /// thread wake-up per message, the largest single cost of a notification. Unthreaded, `mosquitto_publish` writes
 /// the packet from the caller's thread. That is only safe because every call that touches the socket or the TLS
-/// session (publish, subscribe, read, write, keepalive, disconnect) runs under `io`, so the socket is never closed
+/// session (connect, publish, subscribe, read, write, keepalive, disconnect, even reading the socket number) runs
+/// under `io` (checked in debug builds by `IOLock.assertHeld`), so the socket is never closed
 /// (and its number reused) under a writer, and a TLS session is never read and written at once. The network
 /// thread polls the socket itself (`MQTTClient+NetworkLoop`) and never reads the internal socketpair, whose wake-up
 /// bytes stop at its buffer's bound (the writes are non-blocking and their result is ignored by libmosquitto).
 final class MosquittoHandle: @unchecked Sendable {
     let pointer: OpaquePointer
+    let isV5: Bool
+    /// Largest packet we accept, announced to the broker in CONNECT (MQTT 5 only; see `connect`).
+    let maximumPacketSize: UInt32
     /// Serialises libmosquitto calls that may write, read or close the socket. Held only for non-blocking work.
     let io = IOLock()
+
+    /// QoS ≥ 1 messages libmosquitto sends before waiting for acknowledgements.
+    static let sendMaximum = 100
 
     /// `mosquitto_lib_init` must run once per process before any client exists.
     private static let libraryReady: Void = { _ = mosquitto_lib_init() }()
@@ -25,6 +32,8 @@ final class MosquittoHandle: @unchecked Sendable {
             throw MQTTError(code: Int32(MOSQ_ERR_NOMEM.rawValue), message: "mosquitto_new failed: \(String(cString: strerror(errno)))")
         }
         self.pointer = pointer
+        isV5 = configuration.protocolVersion == .v5
+        maximumPacketSize = UInt32(clamping: configuration.maximumPacketSize)
         try configure(configuration)
     }
 
@@ -35,7 +44,7 @@ final class MosquittoHandle: @unchecked Sendable {
         try check(mosquitto_int_option(pointer, MOSQ_OPT_PROTOCOL_VERSION, Int32(version)), "protocol version")
         // More than libmosquitto's 20 in flight keeps a flushed offline buffer moving; the broker's own receive
         // maximum (MQTT 5 CONNACK) still caps it.
-        try check(mosquitto_int_option(pointer, MOSQ_OPT_SEND_MAXIMUM, 100), "send maximum")
+        try check(mosquitto_int_option(pointer, MOSQ_OPT_SEND_MAXIMUM, Int32(Self.sendMaximum)), "send maximum")
         try check(mosquitto_int_option(pointer, MOSQ_OPT_TCP_NODELAY, 1), "TCP_NODELAY")
         if configuration.username != nil || configuration.password != nil {
             try check(mosquitto_username_pw_set(pointer, configuration.username, configuration.password), "username/password")
@@ -66,11 +75,40 @@ final class MosquittoHandle: @unchecked Sendable {
 
     func setUserData(_ pointer: UnsafeMutableRawPointer) { mosquitto_user_data_set(self.pointer, pointer) }
 
-    func connectAsync(host: String, port: Int, keepalive: Int) -> Int32 {
-        mosquitto_connect_async(pointer, host, Int32(port), Int32(keepalive))
+    /// Starts a connection; on the network thread, which calls nothing else meanwhile.
+    ///
+    /// MQTT 3.1.1: `mosquitto_connect_async` (non-blocking TCP connect, the CONNECT is written once it completes).
+    /// MQTT 5: the CONNECT must carry our Maximum Packet Size, and libmosquitto 2.0 takes CONNECT properties only
+    /// in the blocking `mosquitto_connect_bind_v5`, whose TCP connect to a black-holed address could block for the
+    /// kernel's SYN timeout (~2 min), past what `loopIsAlive` allows a connect call. `TCPProbe` first proves the
+    /// address answers within `probeTimeoutMilliseconds`; the blocking connect that follows then completes at once.
+    /// (The broker sees one extra TCP connection, without a CONNECT, per attempt.) The TLS handshake stays
+    /// non-blocking either way: libmosquitto makes the socket non-blocking before starting it.
+    ///
+    /// Holds the I/O lock throughout: nothing else needs it while no session is up (publishers buffer), and a
+    /// caller reading `socket` must not see a half-set-up one.
+    func connect(host: String, port: Int, keepalive: Int, probeTimeoutMilliseconds: Int32 = 10_000) -> (rc: Int32, errno: Int32) {
+        guard isV5 else {
+            return io.withLock {
+                let rc = mosquitto_connect_async(pointer, host, Int32(port), Int32(keepalive))
+                return (rc, errno)
+            }
+        }
+        let probe = TCPProbe.connect(host: host, port: port, timeoutMilliseconds: probeTimeoutMilliseconds)
+        if probe.rc != MOSQ_SUCCESS { return probe }
+        var properties: OpaquePointer?
+        defer { mosquitto_property_free_all(&properties) }
+        let added = mosquitto_property_add_int32(&properties, Int32(MQTT_PROP_MAXIMUM_PACKET_SIZE.rawValue), maximumPacketSize)
+        if added != MOSQ_SUCCESS { return (added, 0) }
+        return io.withLock {
+            let rc = mosquitto_connect_bind_v5(pointer, host, Int32(port), Int32(keepalive), nil, properties)
+            return (rc, errno)
+        }
     }
 
-    var socket: Int32 { mosquitto_socket(pointer) }
+    /// The broker socket, or −1. Read under the lock: a number read while another thread closes the socket could
+    /// name an unrelated file by the time it is polled.
+    var socket: Int32 { io.withLock { mosquitto_socket(pointer) } }
 
     /// True while packets wait to be written (or TLS wants to write): the network thread then polls for POLLOUT.
     var wantsWrite: Bool { io.withLock { mosquitto_want_write(pointer) } }
@@ -95,15 +133,43 @@ final class MosquittoHandle: @unchecked Sendable {
     }
 
     private func publishLocked(_ message: MQTTMessage, mid: inout Int32) -> (rc: Int32, wantsWrite: Bool) {
+        io.assertHeld()
+        // MQTT 3.1.1 has no properties (libmosquitto refuses a list there), so request metadata is dropped.
+        var properties: OpaquePointer?
+        defer { if properties != nil { mosquitto_property_free_all(&properties) } }
+        if isV5 {
+            if let responseTopic = message.responseTopic {
+                let rc = mosquitto_property_add_string(&properties, Int32(MQTT_PROP_RESPONSE_TOPIC.rawValue), responseTopic)
+                if rc != MOSQ_SUCCESS { return (rc, false) }
+            }
+            if let data = message.correlationData {
+                guard data.count <= Int(UInt16.max) else { return (Int32(MOSQ_ERR_INVAL.rawValue), false) }
+                let rc = data.withUnsafeBytes { bytes in
+                    mosquitto_property_add_binary(&properties, Int32(MQTT_PROP_CORRELATION_DATA.rawValue),
+                                                  bytes.baseAddress, UInt16(bytes.count))
+                }
+                if rc != MOSQ_SUCCESS { return (rc, false) }
+            }
+        }
         let rc = message.payload.withUnsafeBytes { bytes in
             mosquitto_publish_v5(pointer, &mid, message.topic, Int32(bytes.count), bytes.baseAddress,
-                                 message.qos.rawValue, message.retain, nil)
+                                 message.qos.rawValue, message.retain, properties)
         }
         return (rc, mosquitto_want_write(pointer))
     }
 
-    func subscribe(_ filter: String, qos: MQTTQoS) -> Int32 {
-        io.withLock { mosquitto_subscribe_v5(pointer, nil, filter, qos.rawValue, 0, nil) }
+    /// Subscribes with the MQTT 5 retain-handling option; on 3.1.1 the option cannot be sent (libmosquitto
+    /// refuses subscription options there), so it is a plain subscribe.
+    func subscribe(_ filter: String, options: SubscriptionOptions) -> Int32 {
+        var flags: Int32 = 0
+        if isV5 {
+            switch options.retainHandling {
+            case .sendOnSubscribe: flags = Int32(MQTT_SUB_OPT_SEND_RETAIN_ALWAYS.rawValue)
+            case .sendIfNew: flags = Int32(MQTT_SUB_OPT_SEND_RETAIN_NEW.rawValue)
+            case .doNotSend: flags = Int32(MQTT_SUB_OPT_SEND_RETAIN_NEVER.rawValue)
+            }
+        }
+        return io.withLock { mosquitto_subscribe_v5(pointer, nil, filter, options.qos.rawValue, flags, nil) }
     }
 
     func unsubscribe(_ filter: String) -> Int32 { io.withLock { mosquitto_unsubscribe_v5(pointer, nil, filter, nil) } }

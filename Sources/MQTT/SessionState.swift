@@ -6,11 +6,12 @@ struct SessionState: Sendable {
     enum Phase: Sendable { case created, running, stopped }
 
     var phase: Phase = .created
-    /// Connected, subscriptions restored and the buffer flushed: publishes go straight to libmosquitto.
+    /// Connected, subscriptions restored and the buffer flushed: publishes go straight to libmosquitto (unless
+    /// the buffer holds older messages waiting for libmosquitto's queue to drain below the bound).
     var ready = false
     var buffer: OfflineBuffer
     /// Filters to restore on every connect (the session is clean each time).
-    var subscriptions: [String: MQTTQoS] = [:]
+    var subscriptions: [String: SubscriptionOptions] = [:]
     var droppedQoS0 = 0
     /// Published while ready but found the I/O lock taken (the network thread mid-read): handed to libmosquitto by
     /// the network thread as soon as it lets go, before anything newer. Waiting on the lock instead costs both

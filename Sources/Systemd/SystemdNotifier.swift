@@ -1,4 +1,4 @@
-import CSystemd
+internal import CSystemd
 import Glibc
 
 /// The service manager's notification protocol (sd_notify(3)). Every call is one datagram to `NOTIFY_SOCKET`, a

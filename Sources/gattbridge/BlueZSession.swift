@@ -1,6 +1,7 @@
 import BlueZ
 import Bluetooth
 import DBus
+import Durations
 import Logging
 
 /// The common start of every Bluetooth command: system bus → BlueZ → adapter, then (for device commands) find,
@@ -112,7 +113,7 @@ struct BlueZSession: Sendable {
         _ = try? await client.stopDiscovery(adapter: adapter.path)
         guard let found else {
             throw CLIFailure(ExitStatus.unavailable,
-                             "device \(address) not found on \(adapter.name) (scanned \(timeout.seconds) s)")
+                             "device \(address) not found on \(adapter.name) (scanned \(timeout.secondsDescription) s)")
         }
         return found
     }
@@ -123,16 +124,6 @@ struct BlueZSession: Sendable {
             throw CLIFailure(ExitStatus.unavailable, "characteristic \(spec) not found on \(device.info.address)")
         }
         return found
-    }
-}
-
-extension Duration {
-    /// Whole seconds when whole, else one decimal: for messages.
-    var seconds: String {
-        let (s, attoseconds) = components
-        if attoseconds == 0 { return "\(s)" }
-        let tenths = Int64((Double(attoseconds) / 1e17).rounded())
-        return "\(s).\(tenths)"
     }
 }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Config
 import Logging
 import Systemd
 
@@ -21,8 +22,19 @@ struct DeviceOptions: ParsableArguments {
     var timeout: Double = 10
 
     func validate() throws {
-        guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }
+        _ = try secondsOption("--timeout", timeout)
     }
 
-    var duration: Duration { .milliseconds(Int64(timeout * 1000)) }
+    /// `validate()` has refused every value `Seconds` does not take, so the fallback is never used.
+    var duration: Duration { Seconds.duration(timeout) ?? .seconds(10) }
+}
+
+/// A seconds option as a `Duration`, or the usage error (exit 64) naming the option: NaN, infinities, 0, negative
+/// and huge values (`1e300` used to overflow the conversion and kill the process) are refused by the same rule as
+/// config durations.
+func secondsOption(_ name: String, _ value: Double) throws -> Duration {
+    guard let duration = Seconds.duration(value) else {
+        throw ValidationError("\(name) must be \(Seconds.expectation), got \(value)")
+    }
+    return duration
 }

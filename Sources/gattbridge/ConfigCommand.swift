@@ -12,7 +12,8 @@ struct ConfigCommand: ParsableCommand {
 struct ConfigCheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
-        abstract: "Validate a config: prints ok (exit 0), or every error as FILE:LINE:COLUMN: message on stderr (exit 78)."
+        abstract: "Validate a config: prints ok (exit 0), or every error as FILE:LINE:COLUMN: message on stderr (exit 78).",
+        discussion: "Settings that weaken security (tls.insecure, credentials sent without TLS, a password_file others can read) are warned about on stderr; the config is still ok."
     )
 
     static let defaultPath = "/etc/gattbridge/config.yaml"
@@ -20,13 +21,16 @@ struct ConfigCheckCommand: ParsableCommand {
     @Option(help: "The config file.")
     var config: String = ConfigCheckCommand.defaultPath
 
+    /// Warnings (a valid config that weakens security) go to stderr and do not change the verdict: still `ok`, exit 0.
     func run() throws {
+        let loaded: BridgeConfig
         do throws(ConfigErrors) {
-            _ = try ConfigLoader.load(path: config)
+            loaded = try ConfigLoader.load(path: config)
         } catch {
             Terminal.err(error.issues.map { "\($0)\n" }.joined())
             throw ExitCode(ExitStatus.configError)
         }
+        Terminal.err(loaded.warnings(file: config).map { "\($0)\n" }.joined())
         Terminal.out("ok\n")
     }
 }

@@ -31,6 +31,7 @@ struct RunCommand: AsyncParsableCommand {
             Terminal.err(error.issues.map { "\($0)\n" }.joined())
             throw ExitCode(ExitStatus.configError)
         }
+        for warning in bridgeConfig.warnings(file: config) { logger.warning("\(warning)") }
 
         let daemon = BridgeDaemon(configPath: config, config: bridgeConfig, logger: logger, reloadSignals: reloads,
                                   version: GattBridgeVersion.string)

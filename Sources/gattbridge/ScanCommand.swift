@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlueZ
 import Bluetooth
+import Durations
 import Logging
 
 struct ScanCommand: AsyncParsableCommand {
@@ -26,7 +27,7 @@ struct ScanCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        guard duration > 0, duration.isFinite else { throw ValidationError("--duration must be a positive number of seconds") }
+        _ = try secondsOption("--duration", duration)
         for service in services where BluetoothUUID(service) == nil {
             throw ValidationError("--service \(service) is not a UUID")
         }
@@ -37,7 +38,7 @@ struct ScanCommand: AsyncParsableCommand {
         let logger = Logger(label: "gattbridge.scan")
         let options = bluetooth
         let uuids = services.compactMap(BluetoothUUID.init)
-        let duration = Duration.milliseconds(Int64(self.duration * 1000))
+        let duration = try secondsOption("--duration", self.duration)
         let live = !json && Terminal.stdoutIsTerminal
         let session = try await BlueZSession.open(options, logger: logger)
         let results: ScanResults
@@ -79,7 +80,7 @@ struct ScanCommand: AsyncParsableCommand {
             throw CLIFailure(error, context: "scan on \(adapter.name)")
         }
         if live {
-            Terminal.err("Scanning on \(adapter.name) for \(duration.seconds) s (Ctrl-C to stop)…\n")
+            Terminal.err("Scanning on \(adapter.name) for \(duration.secondsDescription) s (Ctrl-C to stop)…\n")
         }
 
         let (inputs, input) = AsyncStream<Input>.makeStream()

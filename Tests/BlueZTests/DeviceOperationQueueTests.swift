@@ -33,12 +33,12 @@ struct DeviceOperationQueueTests {
         let queue = DeviceOperationQueue()
         let recorder = Recorder()
         let key = "/org/bluez/hci0/dev_A"
-        await queue.acquire(key)   // the "running" operation holds the slot while the others line up
+        try? await queue.acquire(key)   // the "running" operation holds the slot while the others line up
 
         var tasks: [Task<Void, Never>] = []
         for index in 0..<5 {
             tasks.append(Task {
-                await queue.acquire(key)
+                try? await queue.acquire(key)
                 await recorder.begin(key, "op\(index)")
                 await Task.yield()
                 await recorder.end(key)
@@ -58,9 +58,9 @@ struct DeviceOperationQueueTests {
 
     @Test func differentDevicesDoNotWaitForEachOther() async {
         let queue = DeviceOperationQueue()
-        await queue.acquire("/dev_A")
+        try? await queue.acquire("/dev_A")
         // A second device gets its slot at once although dev_A is held.
-        await queue.acquire("/dev_B")
+        try? await queue.acquire("/dev_B")
         #expect(await queue.isBusy("/dev_A"))
         #expect(await queue.isBusy("/dev_B"))
         await queue.release("/dev_B")
@@ -69,10 +69,58 @@ struct DeviceOperationQueueTests {
         #expect(await !queue.isBusy("/dev_B"))
     }
 
+    @Test func cancelledWaiterLeavesTheQueueAndTheNextGetsTheSlot() async throws {
+        let queue = DeviceOperationQueue()
+        let key = "/org/bluez/hci0/dev_C"
+        try await queue.acquire(key)
+        let cancelled = Task { () -> BlueZError? in
+            do throws(BlueZError) {
+                try await queue.acquire(key)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        await eventually("the first waiter to queue") { await queue.waiting(key) == 1 }
+        let next = Task { () -> Bool in
+            do throws(BlueZError) {
+                try await queue.acquire(key)
+                return true
+            } catch {
+                return false
+            }
+        }
+        await eventually("the second waiter to queue") { await queue.waiting(key) == 2 }
+
+        cancelled.cancel()
+        #expect(await cancelled.value == .cancelled, "a cancelled waiter stops waiting without the slot")
+        #expect(await queue.waiting(key) == 1)
+        await queue.release(key)
+        #expect(await next.value, "the slot goes to the waiter behind the cancelled one")
+        #expect(await queue.isBusy(key))
+        await queue.release(key)
+        #expect(await !queue.isBusy(key), "the cancelled waiter never held the slot")
+    }
+
+    @Test func alreadyCancelledTaskDoesNotTakeAFreeSlot() async {
+        let queue = DeviceOperationQueue()
+        let task = Task { () -> BlueZError? in
+            withUnsafeCurrentTask { $0?.cancel() }
+            do throws(BlueZError) {
+                try await queue.acquire("/dev_D")
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(await task.value == .cancelled)
+        #expect(await !queue.isBusy("/dev_D"))
+    }
+
     @Test func releaseOfAFreeKeyIsHarmless() async {
         let queue = DeviceOperationQueue()
         await queue.release("/dev_X")
-        await queue.acquire("/dev_X")
+        try? await queue.acquire("/dev_X")
         #expect(await queue.isBusy("/dev_X"))
         await queue.release("/dev_X")
         #expect(await !queue.isBusy("/dev_X"))

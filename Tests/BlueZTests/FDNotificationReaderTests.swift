@@ -35,7 +35,7 @@ struct FDNotificationReaderTests {
         let received = Mutex<[[UInt8]]>([])
         let offLoop = Atomic(0)
         let (values, continuation) = AsyncStream<[UInt8]>.makeStream()
-        let reader = FDNotificationReader(loop: loop, fd: ours, mtu: 23, continuation: continuation, sink: { value in
+        let reader = FDNotificationReader(loop: loop, fd: OwnedFD(ours), mtu: 23, continuation: continuation, sink: { value in
             if !loop.isLoopThread { offLoop.add(1, ordering: .relaxed) }
             received.withLock { $0.append(value) }
         })
@@ -53,12 +53,33 @@ struct FDNotificationReaderTests {
         #expect(yielded == 0)
     }
 
+    /// A zero-length notification reads as 0 bytes, like end-of-file: it must be delivered, and the
+    /// subscription must survive it; only the peer's close ends it.
+    @Test func emptyNotificationIsDeliveredAndOnlyTheHangUpEndsTheSubscription() async throws {
+        let loop = EventLoop()
+        let (ours, theirs) = Self.socketPair()
+        let (values, continuation) = AsyncStream<[UInt8]>.makeStream()
+        let reader = FDNotificationReader(loop: loop, fd: OwnedFD(ours), mtu: 23, continuation: continuation)
+        reader.start()
+        var iterator = values.makeAsyncIterator()
+        Self.send(theirs, [])
+        #expect(await iterator.next() == [])
+        Self.send(theirs, [7])
+        Self.send(theirs, [])
+        Self.send(theirs, [8, 9])
+        #expect(await iterator.next() == [7])
+        #expect(await iterator.next() == [])
+        #expect(await iterator.next() == [8, 9])
+        _ = Glibc.close(theirs)
+        #expect(await iterator.next() == nil, "the hang-up ends the stream")
+    }
+
     @Test func withoutSinkValuesAreYieldedAndStopFinishesTheStream() async throws {
         let loop = EventLoop()
         let (ours, theirs) = Self.socketPair()
         defer { _ = Glibc.close(theirs) }
         let (values, continuation) = AsyncStream<[UInt8]>.makeStream()
-        let reader = FDNotificationReader(loop: loop, fd: ours, mtu: 23, continuation: continuation)
+        let reader = FDNotificationReader(loop: loop, fd: OwnedFD(ours), mtu: 23, continuation: continuation)
         reader.start()
         Self.send(theirs, [1, 2])
         Self.send(theirs, [3])
@@ -78,7 +99,7 @@ struct FDNotificationReaderTests {
         defer { _ = Glibc.close(theirs) }
         let count = Atomic(0)
         let (values, continuation) = AsyncStream<[UInt8]>.makeStream()
-        let reader = FDNotificationReader(loop: loop, fd: ours, mtu: 23, continuation: continuation,
+        let reader = FDNotificationReader(loop: loop, fd: OwnedFD(ours), mtu: 23, continuation: continuation,
                                           sink: { _ in count.add(1, ordering: .relaxed) })
         reader.start()
         Self.send(theirs, [9])

@@ -67,16 +67,16 @@ import Testing
     @Test func rangeAndTypeErrors() {
         #expect(issues(channelYAML("qos: 3", "interval: 0", "command_ttl: -1", "retain: \"true\"", "mode: poll", "homeassistant: fan")) == [
             "config.yaml:8:14: qos in channel \"ch\" must be an integer from 0 to 2, got 3",
-            "config.yaml:9:19: interval in channel \"ch\" must be a number of seconds greater than 0, got 0",
-            "config.yaml:10:22: command_ttl in channel \"ch\" must be a number of seconds greater than 0, got -1",
+            "config.yaml:9:19: interval in channel \"ch\" must be a number of seconds greater than 0 and at most 1000000000, got 0",
+            "config.yaml:10:22: command_ttl in channel \"ch\" must be a number of seconds greater than 0 and at most 1000000000, got -1",
             "config.yaml:11:17: retain in channel \"ch\" must be true or false, got the quoted string \"true\" (remove the quotes)",
             "config.yaml:12:15: mode in channel \"ch\" must be one of notify, read, got \"poll\"",
-            "config.yaml:13:24: homeassistant in channel \"ch\" must be one of sensor, binary_sensor, switch, light, got \"fan\"",
+            "config.yaml:13:24: homeassistant in channel \"ch\" must be one of sensor, binary_sensor, switch, light, event, device_trigger, got \"fan\"",
         ])
         #expect(issues(channelYAML(codec: "text", "max_line: 0", "flush_after: soon", "interval: .inf")) == [
             "config.yaml:8:19: max_line in channel \"ch\" must be an integer from 1 to 1048576, got 0",
-            "config.yaml:9:22: flush_after in channel \"ch\" must be a number of seconds greater than 0, got \"soon\"",
-            "config.yaml:10:19: interval in channel \"ch\" must be a number of seconds greater than 0, got \".inf\"",
+            "config.yaml:9:22: flush_after in channel \"ch\" must be a number of seconds greater than 0 and at most 1000000000, got \"soon\"",
+            "config.yaml:10:19: interval in channel \"ch\" must be a number of seconds greater than 0 and at most 1000000000, got \".inf\"",
         ])
         #expect(issues(channelYAML("mode: Read")) == [
             "config.yaml:8:15: mode in channel \"ch\" must be one of notify, read, got \"Read\" (did you mean \"read\"?)",
@@ -121,6 +121,37 @@ import Testing
         #expect(issues(channelYAML("writable: maybe", "write_with_response: false")) == [
             "config.yaml:8:19: writable in channel \"ch\" must be true or false, got \"maybe\"",
         ])
+    }
+
+    @Test func eventAndDeviceTriggerAreOneOption() throws {
+        for spelling in ["event", "device_trigger"] {
+            let channel = try config(channelYAML("homeassistant: \(spelling)", "mode: notify",
+                                                 "values: { press: \"01\", double_press: \"02\" }")).devices[0].channels[0]
+            #expect(channel.homeassistant.isEvent)
+            #expect(channel.homeassistant.rawValue == spelling)
+            #expect(channel.values.map(\.key) == ["press", "double_press"])
+        }
+        #expect(!HomeAssistantComponent.sensor.isEvent && !HomeAssistantComponent.switch.isEvent)
+    }
+
+    @Test func eventRules() {
+        // The event types are the names of values: without them there is nothing to announce.
+        #expect(issues(channelYAML("homeassistant: event")) == [
+            "config.yaml:8:24: homeassistant event in channel \"ch\" needs values naming its event types, like { \"press\": \"01\", \"double_press\": \"02\" }",
+        ])
+        #expect(issues(channelYAML("homeassistant: device_trigger", "values: {}")) == [
+            "config.yaml:9:17: values in channel \"ch\" must name at least one event type for homeassistant device_trigger, like { \"press\": \"01\", \"double_press\": \"02\" }",
+        ])
+        // A decode-only codec cannot have values, so it cannot be an event channel either.
+        #expect(issues(channelYAML(codec: "battery_level", "homeassistant: event")) == [
+            "config.yaml:8:24: homeassistant event in channel \"ch\" needs values naming its event types, like { \"press\": \"01\", \"double_press\": \"02\" }",
+        ])
+        // A retained or polled value would fire the event again without a press.
+        #expect(issues(channelYAML("homeassistant: event", "values: { press: \"01\" }", "retain: true", "mode: read")) == [
+            "config.yaml:10:17: retain in channel \"ch\" cannot be true with homeassistant event: a retained event fires again whenever Home Assistant subscribes",
+            "config.yaml:11:15: mode read in channel \"ch\" cannot be used with homeassistant event: every poll would fire an event",
+        ])
+        #expect(issues(channelYAML("homeassistant: event", "values: { press: \"01\" }", "retain: false", "writable: true")) == [])
     }
 
     @Test func keysWithoutEffectAreErrors() {

@@ -103,11 +103,11 @@ import Glibc
         #expect(try config("mqtt:\n  base_topic: home/ble\n").mqtt.baseTopic == "home/ble")
         for bad in ["a/+/b", "#", "/a", "a/", "a//b", "$SYS"] {
             #expect(issues("mqtt:\n  base_topic: \"\(bad)\"\n") == [
-                "config.yaml:2:15: base_topic in mqtt must be an MQTT topic without wildcards (+ #), control characters, a leading $ or empty levels, got \"\(bad)\"",
+                "config.yaml:2:15: base_topic in mqtt must be an MQTT topic without wildcards (+ #), control characters, noncharacters, a leading $ or empty levels, got \"\(bad)\"",
             ])
         }
         #expect(issues("homeassistant:\n  discovery_prefix: \"ha/#\"\n  enabled: 1\n") == [
-            "config.yaml:2:21: discovery_prefix in homeassistant must be an MQTT topic without wildcards (+ #), control characters, a leading $ or empty levels, got \"ha/#\"",
+            "config.yaml:2:21: discovery_prefix in homeassistant must be an MQTT topic without wildcards (+ #), control characters, noncharacters, a leading $ or empty levels, got \"ha/#\"",
             "config.yaml:3:12: enabled in homeassistant must be true or false, got \"1\"",
         ])
     }

@@ -79,10 +79,11 @@ private func expectError(_ name: String, sourceLocation: SourceLocation = #_sour
         let (serverRead, serverWrite) = (serverPipe[0], serverPipe[1])
         defer { close(serverRead); close(serverWrite) }
         await server.exportHandler(path: "/fd") { message in
-            guard case .unixFD(let fd)? = message.body.first else { return .error(.invalidArgs("no fd")) }
+            guard case .receivedFD(let holder)? = message.body.first, let fd = holder.take() else {
+                return .error(.invalidArgs("no fd"))
+            }
             var byte: UInt8 = 0x41
-            _ = write(fd, &byte, 1)
-            close(fd)
+            _ = write(fd.rawValue, &byte, 1)
             return .values([.unixFD(serverWrite)])
         }
         var clientPipe: [Int32] = [0, 0]
@@ -93,14 +94,14 @@ private func expectError(_ name: String, sourceLocation: SourceLocation = #_sour
         var byte: UInt8 = 0
         #expect(read(clientPipe[0], &byte, 1) == 1)
         #expect(byte == 0x41)
-        guard case .unixFD(let received)? = reply.first else {
+        guard case .receivedFD(let holder)? = reply.first, let received = holder.take() else {
             Issue.record("no fd in reply: \(reply)")
             return
         }
-        #expect(received != serverWrite)
+        #expect(received.rawValue != serverWrite)
         byte = 0x42
-        #expect(write(received, &byte, 1) == 1)
-        close(received)
+        #expect(write(received.rawValue, &byte, 1) == 1)
+        _ = consume received
         #expect(read(serverRead, &byte, 1) == 1)
         #expect(byte == 0x42)
     }

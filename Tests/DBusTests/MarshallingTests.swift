@@ -73,11 +73,14 @@ private func roundTrip(_ values: [DBusValue]) throws -> [DBusValue] {
         #expect(pipe(&fds) == 0)
         defer { close(fds[0]); close(fds[1]) }
         let decoded = try roundTrip([.unixFD(fds[1])])
-        guard case .unixFD(let received)? = decoded.first else {
+        guard case .receivedFD(let holder)? = decoded.first, let owned = holder.take() else {
             Issue.record("no fd decoded: \(decoded)")
             return
         }
-        defer { close(received) }
+        let second = holder.take()
+        let tookTwice = second != nil
+        #expect(!tookTwice, "one owner only")
+        let received = owned.rawValue
         #expect(received >= 0)
         #expect(received != fds[1])
         var byte: UInt8 = 0x5A
@@ -85,6 +88,36 @@ private func roundTrip(_ values: [DBusValue]) throws -> [DBusValue] {
         var readBack: UInt8 = 0
         #expect(read(fds[0], &readBack, 1) == 1)
         #expect(readBack == 0x5A)
+    }
+
+    @Test func aReceivedFDIsClosedExactlyOnceWhenNobodyTakesIt() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        var received: Int32 = -1
+        do {
+            let decoded = try roundTrip([.unixFD(fds[1])])
+            guard case .receivedFD(let holder)? = decoded.first else {
+                Issue.record("no fd decoded: \(decoded)")
+                return
+            }
+            received = holder.peek()
+            let copy = decoded      // copies of the value share the one owner
+            #expect(copy == decoded)
+            #expect(fcntl(received, F_GETFD) != -1)
+        }
+        #expect(received >= 0)
+        #expect(fcntl(received, F_GETFD) == -1, "closed with the last copy of the value")
+    }
+
+    @Test func anOwnedFDIsClosedUnlessTaken() {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        do { _ = OwnedFD(fds[0]) }
+        #expect(fcntl(fds[0], F_GETFD) == -1)
+        let raw = OwnedFD(fds[1]).take()
+        #expect(fcntl(raw, F_GETFD) != -1, "take() hands ownership over without closing")
+        close(raw)
     }
 
     @Test func invalidValuesAreRejectedInsteadOfAborting() throws {

@@ -10,7 +10,7 @@ import Testing
         var buffer = OfflineBuffer(limit: 3)
         var evicted: [String] = []
         for n in 1...5 {
-            if let old = buffer.append(message(n)) { evicted.append(old.message.payloadString) }
+            evicted += buffer.append(message(n)).map(\.message.payloadString)
         }
         #expect(evicted == ["1", "2"])
         #expect(buffer.evicted == 2)
@@ -20,7 +20,61 @@ import Testing
 
     @Test func zeroLimitKeepsNothing() {
         var buffer = OfflineBuffer(limit: 0)
-        #expect(buffer.append(message(1))?.message.payloadString == "1")
+        #expect(buffer.append(message(1)).map(\.message.payloadString) == ["1"])
         #expect(buffer.count == 0 && buffer.evicted == 1)
+    }
+
+    @Test func messagesHeldByLibmosquittoCountAgainstTheBound() {
+        var buffer = OfflineBuffer(limit: 4)
+        #expect(buffer.append(message(1), inFlight: 2).isEmpty)
+        #expect(buffer.append(message(2), inFlight: 2).isEmpty)
+        #expect(buffer.append(message(3), inFlight: 2).map(\.message.payloadString) == ["1"])
+        #expect(buffer.append(message(4), inFlight: 4).map(\.message.payloadString) == ["2", "3", "4"])
+        #expect(buffer.isEmpty && buffer.evicted == 4)
+    }
+
+    @Test func adoptedMessagesGoInFrontAndTheOldestAreEvicted() {
+        var buffer = OfflineBuffer(limit: 4)
+        _ = buffer.append(message(10))
+        _ = buffer.append(message(11))
+        let evicted = buffer.prepend([1, 2, 3].map(message))
+        #expect(evicted.map(\.message.payloadString) == ["1"])
+        #expect(buffer.takeAll().map(\.message.payloadString) == ["2", "3", "10", "11"])
+    }
+}
+
+@Suite struct InFlightLedgerTests {
+    @Test func countsUntilAcknowledgedEvenWhenTheAckComesFirst() {
+        var ledger = InFlightLedger()
+        ledger.handedOver(mid: 1, qos: .atLeastOnce)
+        let ack2x = ledger.acknowledged(mid: 2)
+        #expect(ack2x == false)     // PUBACK read before publish returned mid 2
+        ledger.handedOver(mid: 2, qos: .exactlyOnce)
+        #expect(ledger.count == 1)
+        let ack1x = ledger.acknowledged(mid: 1)
+        #expect(ack1x)
+        #expect(ledger.count == 0)
+    }
+
+    @Test func qos0WritesAreNotCounted() {
+        var ledger = InFlightLedger()
+        ledger.handedOver(mid: 5, qos: .atMostOnce)     // written later by the network thread
+        let ack5x = ledger.acknowledged(mid: 5)
+        #expect(ack5x == false)
+        let ack6x = ledger.acknowledged(mid: 6)
+        #expect(ack6x == false)   // written inside mosquitto_publish, before it returned
+        ledger.handedOver(mid: 6, qos: .atMostOnce)
+        ledger.handedOver(mid: 6, qos: .atLeastOnce)    // the id, reused later, is a fresh QoS 1 message
+        #expect(ledger.count == 1)
+    }
+
+    @Test func unacknowledgedMessagesSurviveALostLink() {
+        var ledger = InFlightLedger()
+        ledger.handedOver(mid: 1, qos: .atLeastOnce)
+        ledger.handedOver(mid: 2, qos: .atMostOnce)
+        ledger.linkLost()
+        #expect(ledger.count == 1)
+        let ack1x = ledger.acknowledged(mid: 1)
+        #expect(ack1x)
     }
 }

@@ -60,10 +60,10 @@ def device(name: str, address: str, channels: Iterable[dict]) -> dict:
 
 
 def config_text(port: int, devices: Iterable[dict], base: str = BASE, client_id: Optional[str] = None,
-                keepalive: int = 10) -> str:
+                keepalive: int = 10, protocol: Optional[str] = None) -> str:
     doc = {
         "mqtt": {"host": "127.0.0.1", "port": port, "client_id": client_id or f"gattbridge-test-{time.monotonic_ns()}",
-                 "base_topic": base, "keepalive": keepalive},
+                 "base_topic": base, "keepalive": keepalive, **({"protocol": protocol} if protocol else {})},
         "homeassistant": {"enabled": False},
         "devices": list(devices),
     }

@@ -10,9 +10,11 @@ Use it the way Home Assistant receives discovery: collect every retained message
 `state_payloads` maps topic → the last payload seen there (or is a callable returning it, None when nothing was seen).
 
 What is checked, following homeassistant/components/mqtt (discovery.py, abbreviations.py, schemas.py, config.py,
-util.py and the sensor, binary_sensor, switch, light/schema_basic and text platforms, 2024–2025):
+util.py and the sensor, binary_sensor, switch, light/schema_basic, text and event platforms, and device_trigger.py
+for device_automation, 2024–2025):
   - the discovery topic matches Home Assistant's TOPIC_MATCHER (`<component>/[<node_id>/]<object_id>/config`, ids
-    `[a-zA-Z0-9_-]+`) and names a platform this validator knows (sensor, binary_sensor, switch, light, text);
+    `[a-zA-Z0-9_-]+`) and names a platform this validator knows (sensor, binary_sensor, switch, light, text, event,
+    device_automation);
   - the payload is a JSON object; abbreviations and `~` are expanded as Home Assistant does;
   - the platform's discovery schema: required keys (`state_topic` for read-only platforms, `command_topic` for
     switch/light/text), value types and allowed values (qos, device/state classes, entity categories, availability
@@ -23,12 +25,15 @@ util.py and the sensor, binary_sensor, switch, light/schema_basic and text platf
     errors too, since a dropped key is a config that does not do what it says;
   - what the sensor entity enforces when it is added and updated: units valid for the device class, state classes
     valid for the device class, no `config` entity category on sensors, numeric states for numeric sensors;
-  - beyond the schema: every config has a `unique_id`, unique across all configs; no topic uses wildcards; every
-    topic Home Assistant subscribes to (state, attributes, availability) has a message; templates render with
+  - device triggers (device_automation, TRIGGER_DISCOVERY_SCHEMA): `automation_type: trigger`, `type`, `subtype`,
+    `topic` and `device` required; they are not entities, so name, unique_id and availability are unknown keys there;
+  - beyond the schema: every entity config has a `unique_id`, unique across all configs; no topic uses wildcards;
+    every topic Home Assistant subscribes to (state, attributes, availability) has a message, except the state topic
+    of an event entity and the topic of a trigger (actions, which may not have happened yet); templates render with
     Jinja2 (sandboxed, undefined variables are errors) against that real payload, with `value` and `value_json` as
     Home Assistant provides them, and give a state the entity accepts (a number for numeric sensors, payload_on or
     payload_off for binary sensors, switches and lights, an availability payload for availability topics, a JSON
-    object for attributes).
+    object for attributes, a JSON object whose `event_type` is one of `event_types` for event entities).
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 __all__ = ["DiscoveryEntity", "ValidationReport", "validate_discovery", "SUPPORTED_COMPONENTS"]
 
-SUPPORTED_COMPONENTS = ("sensor", "binary_sensor", "switch", "light", "text")
+SUPPORTED_COMPONENTS = ("sensor", "binary_sensor", "switch", "light", "text", "event", "device_automation")
 
 # homeassistant/components/mqtt/discovery.py
 TOPIC_MATCHER = re.compile(r"(?P<component>\w+)/(?:(?P<node_id>[a-zA-Z0-9_-]+)/)?(?P<object_id>[a-zA-Z0-9_-]+)/config")
@@ -71,7 +76,8 @@ ABBREVIATIONS = {
     "bri_cmd_tpl": "brightness_command_template", "bri_scl": "brightness_scale", "bri_stat_t": "brightness_state_topic",
     "bri_val_tpl": "brightness_value_template", "fx_cmd_t": "effect_command_topic", "fx_list": "effect_list",
     "fx_stat_t": "effect_state_topic", "fx_val_tpl": "effect_value_template", "whit_cmd_t": "white_command_topic",
-    "whit_scl": "white_scale",
+    "whit_scl": "white_scale", "atype": "automation_type", "evt_typ": "event_types", "pl": "payload",
+    "stype": "subtype",
 }
 DEVICE_ABBREVIATIONS = {
     "cns": "connections", "ids": "identifiers", "mf": "manufacturer", "mdl": "model", "mdl_id": "model_id",
@@ -132,6 +138,7 @@ BINARY_SENSOR_DEVICE_CLASSES = {
     "running", "safety", "smoke", "sound", "tamper", "update", "vibration", "window",
 }
 SWITCH_DEVICE_CLASSES = {"outlet", "switch"}
+EVENT_DEVICE_CLASSES = {"button", "doorbell", "motion"}
 ENTITY_CATEGORIES = {"config", "diagnostic"}
 AVAILABILITY_MODES = {"all", "any", "latest"}
 
@@ -436,11 +443,25 @@ PLATFORM_SCHEMAS: dict[str, tuple[Schema, tuple[str, ...]]] = {
               "command_template": _template, "name": _optional_string, "max": _positive_int, "min": _positive_int,
               "mode": _one_of({"text", "password"}), "pattern": _regex, "value_template": _template},
              ("command_topic",)),
+    # event.py
+    "event": ({**COMMON_SCHEMA, **RO_SCHEMA,
+               "device_class": _or_none(_one_of(EVENT_DEVICE_CLASSES, lower=True)), "name": _optional_string,
+               "event_types": _string_list}, ("state_topic", "event_types")),
+    # device_automation.py + device_trigger.py TRIGGER_DISCOVERY_SCHEMA (MQTT_BASE_SCHEMA: qos, encoding). The topic
+    # is a plain string there but goes through the MQTT trigger's valid_subscribe_topic when an automation attaches.
+    # `origin` is checked (and logged) by discovery.py for every component before the platform sees the payload.
+    "device_automation": ({"qos": _qos, "encoding": _string, "origin": COMMON_SCHEMA["origin"],
+                           "automation_type": _one_of({"trigger"}), "device": _device,
+                           "payload": _optional_string, "subtype": _string, "topic": _subscribe_topic,
+                           "type": _string, "value_template": _or_none(_template)},
+                          ("automation_type", "device", "subtype", "topic", "type")),
 }
+# Not entities: Home Assistant keeps no unique_id and no availability for them.
+NON_ENTITY_COMPONENTS = {"device_automation"}
 
 # Topics Home Assistant subscribes to, by platform (beyond json_attributes_topic and availability).
 SUBSCRIBED_TOPIC_KEYS = ("state_topic", "json_attributes_topic", "availability_topic",
-                         "brightness_state_topic", "effect_state_topic")
+                         "brightness_state_topic", "effect_state_topic", "topic")
 PUBLISHED_TOPIC_KEYS = ("command_topic", "brightness_command_topic", "effect_command_topic", "white_command_topic")
 
 
@@ -494,7 +515,9 @@ def validate_discovery(configs: Mapping[str, str | bytes | dict[str, Any]], stat
             continue
         report.entities[topic] = entity
         unique_id = entity.config.get("unique_id")
-        if unique_id is None:
+        if entity.component in NON_ENTITY_COMPONENTS:
+            pass
+        elif unique_id is None:
             report.errors.append(f"{topic}: no unique_id (the entity cannot be managed or tied to its device)")
         elif unique_id in unique_ids:
             report.errors.append(f"{topic}: unique_id {unique_id!r} is also used by {unique_ids[unique_id]}")
@@ -580,14 +603,13 @@ def _validate_platform(component: str, config: dict[str, Any]) -> dict[str, Any]
     if "availability" in config and "availability_topic" in config:
         raise Invalid("availability and availability_topic are mutually exclusive")
     result = {key: _at(key, schema[key], value) for key, value in config.items()}
-    for key in ("state_topic", "json_attributes_topic", "availability_topic", "brightness_state_topic",
-                "effect_state_topic"):
+    for key in SUBSCRIBED_TOPIC_KEYS:
         if key in result and ("+" in result[key] or "#" in result[key]):
             raise Invalid(f"{key}: {result[key]!r} uses wildcards; gattbridge announces concrete topics")
     for index, item in enumerate(result.get("availability", [])):
         if "+" in item["topic"] or "#" in item["topic"]:
             raise Invalid(f"availability[{index}].topic: {item['topic']!r} uses wildcards")
-    {"sensor": _sensor_rules, "text": _text_rules}.get(component, lambda _: None)(result)
+    {"sensor": _sensor_rules, "text": _text_rules, "event": _event_rules}.get(component, lambda _: None)(result)
     return result
 
 
@@ -624,6 +646,12 @@ def _text_rules(config: dict[str, Any]) -> None:
         raise Invalid("text length min must be <= max")
     if maximum > MAX_LENGTH_STATE_STATE:
         raise Invalid(f"max text length must be <= {MAX_LENGTH_STATE_STATE}")
+
+
+def _event_rules(config: dict[str, Any]) -> None:
+    """EventEntity: an event whose type is not in event_types is refused, so an empty list refuses every event."""
+    if not config["event_types"]:
+        raise Invalid("event_types is empty: Home Assistant would refuse every event")
 
 
 # ---------------------------------------------------------------- states: topics that exist, templates that render
@@ -698,7 +726,16 @@ def _check_states(entity: DiscoveryEntity, lookup: Callable[[str], str | bytes |
                 if not isinstance(attributes, dict):
                     errors.append(f"attributes {value!r} are not a JSON object")
 
+    if entity.component == "device_automation":
+        # mqtt/trigger.py: the rendered value is compared with `payload`; no message yet is fine (nothing pressed).
+        raw = lookup(config["topic"])
+        if raw is not None:
+            payload = raw.decode(config.get("encoding") or "utf-8", errors="replace") if isinstance(raw, bytes) else raw
+            render(config.get("value_template"), payload, "value_template")
+        return errors
     if "state_topic" not in config:
+        return errors
+    if entity.component == "event" and lookup(config["state_topic"]) is None:
         return errors
     payload = message_on(config["state_topic"], "state_topic")
     if payload is None:
@@ -716,6 +753,18 @@ def _check_state(component: str, config: dict[str, Any], state: str) -> list[str
     payload rendering to it is reported, since it means the template does not find the value."""
     if state == PAYLOAD_NONE:
         return [f"state renders to {PAYLOAD_NONE!r} (unknown) from a real payload"]
+    if component == "event":
+        # MqttEvent._event_received: a JSON object with event_type, one of event_types.
+        try:
+            event = json.loads(state)
+        except ValueError:
+            return [f"event payload {state!r} is not JSON: Home Assistant ignores it"]
+        if not isinstance(event, dict) or "event_type" not in event:
+            return [f"event payload {state!r} has no event_type: Home Assistant ignores it"]
+        if str(event["event_type"]) not in config["event_types"]:
+            return [f"event type {event['event_type']!r} is not one of {config['event_types']}: Home Assistant "
+                    "ignores it"]
+        return []
     if component == "sensor":
         if _numeric_state_expected(config):
             try:

@@ -424,3 +424,69 @@ def test_config_check_reports_every_error_with_its_position(run_gattbridge, tmp_
 
     proc = run(run_gattbridge, ["config", "check", "--config", tmp_path / "missing.yaml"])
     assert proc.returncode == 78 and str(tmp_path / "missing.yaml") in proc.stderr
+
+
+# --- hardening: numbers and config files --------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [
+    ["scan", "--duration", "1e300"], ["scan", "--duration", "nan"], ["scan", "--duration", "inf"],
+    ["scan", "--duration=-1"], ["scan", "--duration", "0"], ["scan", "--duration", "1e10"],
+    ["inspect", HRM, "--timeout", "9.3e18"], ["read", HRM, "2a19", "--timeout", "1e300"],
+    ["write", HRM, "2a19", "01", "--timeout=-inf"], ["listen", HRM, "2a37", "--timeout", "0"],
+])
+def test_out_of_range_seconds_are_usage_errors_not_crashes(run_gattbridge, args):
+    """`--duration 1e300` and `--timeout 9.3e18` overflowed the conversion to milliseconds: SIGILL."""
+    proc = run(run_gattbridge, args)
+    assert proc.returncode == 64, (args, proc.returncode, proc.stderr)
+    option = "--duration" if args[0] == "scan" else "--timeout"
+    assert proc.stderr_lines == [proc.stderr_lines[0]] and proc.stderr.startswith("gattbridge: "), proc.stderr
+    assert f"{option} must be a number of seconds greater than 0 and at most 1000000000" in proc.stderr, proc.stderr
+    assert proc.stdout == ""
+
+
+def test_config_check_refuses_special_large_and_deep_files(run_gattbridge, tmp_path):
+    """Each used to abort (2 GB allocation for /dev/zero), hang (a FIFO) or take seconds (deep nesting)."""
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.yaml"
+    big.write_text("# padding\n" * 110_000)
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("[" * 40_000)
+    secret = tmp_path / "secret.yaml"
+    secret.write_text("mqtt:\n  username: bridge\n  password_file: /dev/zero\n")
+    expected = {
+        "/dev/zero": "/dev/zero: cannot read the config: not a regular file (a character device)",
+        str(fifo): f"{fifo}: cannot read the config: not a regular file (a FIFO)",
+        str(tmp_path): f"{tmp_path}: cannot read the config: not a regular file (a directory)",
+        str(big): f"{big}: cannot read the config: larger than 1 MiB, the most accepted",
+        str(deep): f"{deep}:1:65: the document is nested more than 64 levels deep",
+        str(secret): f"{secret}:3:18: cannot read password_file \"/dev/zero\": not a regular file (a character device)",
+    }
+    for path, message in expected.items():
+        proc = run(run_gattbridge, ["config", "check", "--config", path], timeout=10)
+        assert (proc.returncode, proc.stdout, proc.stderr_lines) == (78, "", [message]), (path, proc.stderr)
+
+
+def test_config_check_warns_but_says_ok(run_gattbridge, tmp_path):
+    """tls.insecure, credentials in clear text to a remote broker, a password file others can read: still ok, exit 0,
+    each a warning on stderr that never shows the secret."""
+    secret = "Sup3r-S3cret-Pw"
+    password = tmp_path / "mqtt-password"
+    password.write_text(secret + "\n")
+    password.chmod(0o644)
+    path = tmp_path / "warn.yaml"
+    path.write_text(f"mqtt:\n  host: broker.example\n  username: bridge\n  password_file: {password}\n")
+    proc = run(run_gattbridge, ["config", "check", "--config", path])
+    assert (proc.returncode, proc.stdout) == (0, "ok"), proc.stderr
+    assert proc.stderr_lines == [
+        f"{path}: warning: the MQTT username and password go to broker.example:1883 unencrypted (no mqtt.tls): "
+        "anyone on the network path can read them",
+        f"{path}: warning: password_file \"{password}\" is accessible to group or others (mode 0644); make it "
+        "readable by its owner only (chmod 600)",
+    ], proc.stderr
+    assert secret not in proc.stderr
+
+    path.write_text("mqtt:\n  tls:\n    insecure: true\n")
+    proc = run(run_gattbridge, ["config", "check", "--config", path])
+    assert (proc.returncode, proc.stdout) == (0, "ok"), proc.stderr
+    assert len(proc.stderr_lines) == 1 and "mqtt.tls.insecure is set" in proc.stderr and "host name" in proc.stderr

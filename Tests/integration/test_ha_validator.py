@@ -347,3 +347,115 @@ def test_report_raises_with_every_error():
     with pytest.raises(AssertionError) as raised:
         report.raise_if_invalid()
     assert "unit 'V'" in str(raised.value) and "command_topic" in str(raised.value)
+
+
+# ---------------------------------------------------------------- event entities and device triggers (SPEC §12)
+
+BUTTON = ("remote", "C0:FF:EE:00:00:05")
+EVENT_TOPIC = "homeassistant/event/gattbridge_C0FFEE000005/button/config"
+PRESS_TOPIC = "homeassistant/device_automation/gattbridge_C0FFEE000005/button_press/config"
+DOUBLE_TOPIC = "homeassistant/device_automation/gattbridge_C0FFEE000005/button_double_press/config"
+
+
+def button_configs() -> dict[str, dict]:
+    """What HomeAssistantDiscovery publishes for a `homeassistant: event` channel with values press/double_press."""
+    def trigger(subtype: str) -> dict:
+        shared = _shared(*BUTTON)
+        return {"automation_type": "trigger", "type": "action", "subtype": subtype,
+                "topic": "gattbridge/remote/button", "value_template": "{{ value_json.event_type }}",
+                "payload": subtype, "qos": 1, "device": shared["device"], "origin": shared["origin"]}
+
+    return {
+        EVENT_TOPIC: {"name": "button", "unique_id": "gattbridge_C0FFEE000005_button",
+                      "state_topic": "gattbridge/remote/button", "event_types": ["press", "double_press"],
+                      **_shared(*BUTTON)},
+        PRESS_TOPIC: trigger("press"),
+        DOUBLE_TOPIC: trigger("double_press"),
+    }
+
+
+def button_states(**extra: str) -> dict[str, str]:
+    return {"gattbridge/bridge/state": "online", "gattbridge/remote/availability": "online", **extra}
+
+
+def test_event_entity_and_device_triggers_pass_before_and_after_a_press():
+    report = validate_discovery(serialized(button_configs()), button_states(), discovery_prefix=PREFIX)
+    assert report.errors == []          # nothing pressed yet: no message on the state topic is fine for events
+    assert {e.component for e in report.entities.values()} == {"event", "device_automation"}
+    assert report.entities[PRESS_TOPIC].object_id == "button_press"
+    pressed = button_states(**{"gattbridge/remote/button": '{"event_type":"double_press"}'})
+    assert errors_for(button_configs(), pressed) == []
+
+
+def test_trigger_templates_pick_their_event_type():
+    payload = '{"event_type":"press"}'
+    for topic, config in button_configs().items():
+        if "device_automation" in topic:
+            rendered = render_value_template(config["value_template"], payload)
+            assert (rendered == config["payload"]) == (config["subtype"] == "press"), topic
+
+
+def test_abbreviated_trigger_and_event_keys_are_expanded():
+    configs = button_configs()
+    event = configs[EVENT_TOPIC]
+    event["evt_typ"] = event.pop("event_types")
+    trigger = configs[PRESS_TOPIC]
+    for long, short in (("automation_type", "atype"), ("subtype", "stype"), ("payload", "pl"), ("topic", "t"),
+                        ("value_template", "val_tpl"), ("device", "dev")):
+        trigger[short] = trigger.pop(long)
+    assert errors_for(configs, button_states()) == []
+
+
+def button_error(topic: str, change, states: dict[str, str] | None = None) -> str:
+    configs = button_configs()
+    change(configs[topic])
+    errors = validate_discovery(configs, button_states() if states is None else states,
+                                discovery_prefix=PREFIX).errors
+    assert len(errors) == 1, errors
+    return errors[0]
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda c: c.pop("event_types"), "required key(s) ['event_types'] missing for the MQTT event platform"),
+    (lambda c: c.update(event_types=[]), "event_types is empty"),
+    (lambda c: c.update(device_class="remote"), "device_class: 'remote' is not one of"),
+    (lambda c: c.pop("unique_id"), "no unique_id"),
+    (lambda c: c.update(payload_on="x"), "keys ['payload_on'] are not options of the MQTT event platform"),
+])
+def test_event_schema_faults(change, message):
+    assert message in button_error(EVENT_TOPIC, change)
+
+
+@pytest.mark.parametrize("payload, message", [
+    ("press", "is not JSON"),
+    ('{"type":"press"}', "has no event_type"),
+    ('{"event_type":"triple_press"}', "event type 'triple_press' is not one of ['press', 'double_press']"),
+])
+def test_event_payloads_home_assistant_ignores(payload, message):
+    states = button_states(**{"gattbridge/remote/button": payload})
+    configs = {EVENT_TOPIC: button_configs()[EVENT_TOPIC]}
+    assert message in single_error(configs, states)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda c: c.pop("subtype"), "required key(s) ['subtype'] missing for the MQTT device_automation platform"),
+    (lambda c: c.pop("device"), "required key(s) ['device'] missing"),
+    (lambda c: c.update(automation_type="action"), "automation_type: 'action' is not one of ['trigger']"),
+    (lambda c: c.update(topic="gattbridge/+/button"), "topic: 'gattbridge/+/button' uses wildcards"),
+    (lambda c: c.update(topic="gattbridge/re#mote"), "topic: multi-level wildcard"),
+    # Home Assistant's trigger schema drops entity keys: announcing them would be a config that does not do what
+    # it says.
+    (lambda c: c.update(unique_id="x"), "keys ['unique_id'] are not options of the MQTT device_automation platform"),
+    (lambda c: c.update(availability_mode="all"), "['availability_mode'] are not options"),
+    (lambda c: c.update(value_template="{{ value_json.event_type"), "value_template: invalid template"),
+    (lambda c: c["device"].pop("identifiers") and c["device"].pop("connections"),
+     "device must have at least one identifying value"),
+])
+def test_device_trigger_schema_faults(change, message):
+    assert message in button_error(PRESS_TOPIC, change)
+
+
+def test_device_trigger_template_must_render_against_a_real_payload():
+    states = button_states(**{"gattbridge/remote/button": "not json"})
+    configs = {PRESS_TOPIC: button_configs()[PRESS_TOPIC]}
+    assert "value_template '{{ value_json.event_type }}' fails on payload 'not json'" in single_error(configs, states)

@@ -20,10 +20,10 @@ from typing import Callable, Optional
 import pytest
 
 from bench.bench import REPO, MqttClient
-from bench.peripherals import heart_rate
+from bench.peripherals import button, heart_rate
 
-from bridge_helpers import Bridge, wait_log
-from ha_validator import ValidationReport, validate_discovery
+from bridge_helpers import Bridge, channel, device, to_yaml, wait_log
+from ha_validator import ValidationReport, render_value_template, validate_discovery
 
 DEMO_CONFIG = REPO / "config" / "demo.yaml"
 PREFIX = "homeassistant"
@@ -549,3 +549,123 @@ def test_bridge_events_and_rejected_commands(bench, run_gattbridge, mosquitto, m
     led.wait_for({"event": "state", "led": "01"}, 5, since=led_mark)
     mqtt.wait_for(demo.topic("desk-led", "led"), "ON", 5, since=mark)
     demo.bridge.assert_running()
+
+
+# --- 7. buttons: an event entity and device triggers (SPEC §12) -------------------------------------------------------
+
+BUTTON_ADDRESS = "C0:FF:EE:00:00:05"
+BUTTON_NODE = "gattbridge_C0FFEE000005"
+# Never served: keeps the config's device list non-empty once the remote is removed.
+SPARE = device("spare-sensor", "C0:FF:EE:00:00:0F", [channel("temperature", "181a/2a6e", "int16")])
+
+
+def button_config_text(port: int, spelling: str, with_remote: bool = True) -> str:
+    remote = device("remote", BUTTON_ADDRESS, [
+        channel("button", button.CHARACTERISTIC, "hex", mode="notify", homeassistant=spelling,
+                values={name: byte.hex() for name, byte in button.ACTIONS.items()})])
+    doc = {"mqtt": {"host": "127.0.0.1", "port": port, "client_id": f"gattbridge-ha-{time.monotonic_ns()}",
+                    "base_topic": BASE, "keepalive": 10},
+           "homeassistant": {"enabled": True, "discovery_prefix": PREFIX},
+           "devices": ([remote] if with_remote else []) + [SPARE]}
+    return to_yaml(doc) + "\n"
+
+
+BUTTON_EVENT = f"{PREFIX}/event/{BUTTON_NODE}/button/config"
+BUTTON_TRIGGERS = {name: f"{PREFIX}/device_automation/{BUTTON_NODE}/button_{name}/config" for name in button.ACTIONS}
+BUTTON_CONFIGS = {BUTTON_EVENT, *BUTTON_TRIGGERS.values(), f"{PREFIX}/sensor/{BUTTON_NODE}/rssi/config"}
+SPARE_CONFIGS = {f"{PREFIX}/sensor/gattbridge_C0FFEE00000F/temperature/config",
+                 f"{PREFIX}/sensor/gattbridge_C0FFEE00000F/rssi/config"}
+
+
+class ButtonBridge:
+    """The daemon with the remote (the bench's button) and a spare device, and Home Assistant's view of it."""
+
+    def __init__(self, bench, run_gattbridge, mosquitto, mqtt, tmp_path: Path, spelling: str):
+        self.bench, self.mosquitto, self.mqtt, self.spelling = bench, mosquitto, mqtt, spelling
+        self.path = tmp_path / "buttons.yaml"
+        self.path.write_text(button_config_text(mosquitto.port, spelling))
+        self.process = run_gattbridge(["run", "-c", self.path, "--log-level", "debug"])
+        self.bridge = Bridge(self.process, self.path, BASE)
+        mqtt.wait_for(f"{BASE}/bridge/state", "online", 15)
+
+    def reload_without_remote(self) -> None:
+        self.path.write_text(button_config_text(self.mosquitto.port, self.spelling, with_remote=False))
+        self.process.signal(signal.SIGHUP)
+
+    def last_payload(self, topic: str) -> Optional[bytes]:
+        seen = self.mqtt.received(topic)
+        return seen[-1].payload if seen else None
+
+    def retained_configs(self, expected: set[str], timeout: float = 15.0) -> dict[str, bytes]:
+        deadline = time.monotonic() + timeout
+        while True:
+            configs = {t: p for t, p in retained(self.bench, self.mosquitto, f"{PREFIX}/#").items() if t != SENTINEL}
+            if set(configs) == expected:
+                return configs
+            if time.monotonic() > deadline:
+                raise AssertionError(f"retained configs differ: missing {sorted(expected - set(configs))}, "
+                                     f"unexpected {sorted(set(configs) - expected)}")
+            time.sleep(0.2)
+
+    def validate_remote(self, configs: dict[str, bytes]) -> ValidationReport:
+        own = {t: p for t, p in configs.items() if f"/{BUTTON_NODE}/" in t}
+        return validate_discovery(own, self.last_payload, discovery_prefix=PREFIX)
+
+
+def test_button_is_announced_as_event_and_device_triggers_and_removal_clears_them(bench, run_gattbridge, mosquitto,
+                                                                                  mqtt, peripheral, tmp_path):
+    peripheral("button", address=BUTTON_ADDRESS)
+    # `device_trigger` is the second spelling of `event`: both announce the entity and the triggers.
+    bridge = ButtonBridge(bench, run_gattbridge, mosquitto, mqtt, tmp_path, "device_trigger")
+    bridge.bridge.wait_online(mqtt, "remote", 25)
+    mqtt.wait_for(f"{BASE}/remote/rssi", None, 10)
+    configs = bridge.retained_configs(BUTTON_CONFIGS | SPARE_CONFIGS)
+    report = bridge.validate_remote(configs)
+    report.raise_if_invalid()
+    assert {e.component for e in report.entities.values()} == {"event", "device_automation", "sensor"}
+
+    event = report.entities[BUTTON_EVENT].config
+    assert event["event_types"] == list(button.ACTIONS)
+    assert event["state_topic"] == f"{BASE}/remote/button"
+    assert [a["topic"] for a in event["availability"]] == [f"{BASE}/bridge/state", f"{BASE}/remote/availability"]
+    for name, topic in BUTTON_TRIGGERS.items():
+        trigger = report.entities[topic].config
+        assert (trigger["automation_type"], trigger["type"], trigger["subtype"]) == ("trigger", "action", name)
+        assert trigger["topic"] == event["state_topic"]
+        # The trigger fires for its own event type only.
+        for other in button.ACTIONS:
+            rendered = render_value_template(trigger["value_template"], json.dumps({"event_type": other}))
+            assert (rendered == trigger["payload"]) == (other == name), (topic, other)
+        # Under the same device as the event entity, which is how the automation editor finds it.
+        assert trigger["device"] == event["device"]
+
+    mark = mqtt.mark()
+    bridge.reload_without_remote()
+    for topic in BUTTON_CONFIGS:
+        mqtt.wait_for(topic, lambda m: m.payload == b"", 10, since=mark)
+    bridge.retained_configs(SPARE_CONFIGS)
+    cleared = {m.topic for m in mqtt.received(f"{PREFIX}/+/+/+/config", mark) if not m.payload}
+    assert cleared == BUTTON_CONFIGS
+    bridge.bridge.assert_running()
+
+
+def test_button_presses_are_published_as_events(bench, run_gattbridge, mosquitto, mqtt, peripheral, tmp_path):
+    remote = peripheral("button", address=BUTTON_ADDRESS)
+    bridge = ButtonBridge(bench, run_gattbridge, mosquitto, mqtt, tmp_path, "event")
+    bridge.bridge.wait_online(mqtt, "remote", 25)      # online: the button's notifications are subscribed
+    configs = bridge.retained_configs(BUTTON_CONFIGS | SPARE_CONFIGS)
+    state = f"{BASE}/remote/button"
+    for name in ("press", "double_press", "press", "long_press"):
+        mark = mqtt.mark()
+        remote.notify(button.CHARACTERISTIC, button.ACTIONS[name])
+        message = mqtt.wait_for(state, None, 5, since=mark)
+        assert message.text == json.dumps({"event_type": name}, separators=(",", ":"))
+        # Home Assistant's event entity takes it, and exactly one trigger fires.
+        bridge.validate_remote(configs).raise_if_invalid()
+    # A value outside `values` is its own event type (SPEC §12).
+    mark = mqtt.mark()
+    remote.notify(button.CHARACTERISTIC, b"\x7f")
+    assert mqtt.wait_for(state, None, 5, since=mark).json() == {"event_type": "7f"}
+    # Never retained: Home Assistant would fire the last event again whenever it subscribes.
+    assert state not in retained(bench, mosquitto, "#")
+    bridge.bridge.assert_running()

@@ -119,14 +119,21 @@ def events(mqtt, device: str, since: int = 0) -> list[str]:
 
 def retained(broker, topic: str) -> list:
     """The retained messages a new subscriber to `topic` gets. Mosquitto answers the filters of one SUBSCRIBE in
-    order, so once the sentinel (the bridge state, always retained) arrives, every retained match has arrived."""
-    sentinel = f"{BASE}/bridge/state"
-    client = MqttClient(broker.host, broker.port, [topic, sentinel])
+    order, so once the sentinel (a retained topic outside `topic`, published just before) arrives, every retained
+    match has arrived. (A sentinel under `topic` could arrive first, in the middle of the matches.)"""
+    sentinel = f"sentinel/{time.monotonic_ns()}"
+    publisher = MqttClient(broker.host, broker.port, [])
     try:
-        client.wait_for(sentinel, lambda m: m.retain, timeout=10)
-        return [m for m in client.received(topic) if m.retain and m.topic != sentinel]
+        publisher.publish(sentinel, "x", retain=True)
+        client = MqttClient(broker.host, broker.port, [topic, sentinel])
+        try:
+            client.wait_for(sentinel, lambda m: m.retain, timeout=10)
+            return [m for m in client.received(topic) if m.retain]
+        finally:
+            client.close()
     finally:
-        client.close()
+        publisher.publish(sentinel, "", retain=True)
+        publisher.close()
 
 
 def connected(central, address: str) -> bool:

@@ -1,10 +1,11 @@
 """Simulated BLE peripherals for the bench; each runs as its own process (see __main__.py)."""
 
-from bench.peripherals import generic, heart_rate, hm10, led
+from bench.peripherals import button, generic, heart_rate, hm10, led
 
 KINDS = {
     "heart_rate": heart_rate.build,
     "hm10": hm10.build,
     "led": led.build,
     "generic": generic.build,
+    "button": button.build,
 }

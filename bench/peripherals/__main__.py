@@ -1,6 +1,6 @@
 """python -m bench.peripherals KIND --adapter hciN [options]
 
-KIND: heart_rate | hm10 | led | generic (generic needs --config JSON-or-path).
+KIND: heart_rate | hm10 | led | button | generic (generic needs --config JSON-or-path).
 Events go to stdout as JSON lines ({"event":"ready",…} once registered); commands are read from stdin
 (see bench.peripherals.gatt.PeripheralRunner).
 """
@@ -62,6 +62,8 @@ def main(argv: list[str]) -> int:
         opts.update(delimiter=a.delimiter, mtu=a.mtu or 23)
     elif a.kind == "led":
         opts.update(initial=a.initial)
+    elif a.kind == "button":
+        opts.update(mtu=a.mtu)
     elif a.kind == "generic":
         if not a.config:
             p.error("generic needs --config")

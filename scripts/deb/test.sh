@@ -8,9 +8,9 @@
 #      `apt-get install --no-install-recommends ./the.deb` must pull every dependency from the archive. Then:
 #      `gattbridge --version` is the package's version, nothing in `ldd` is missing, `config check` of the shipped
 #      config passes, `systemd-analyze verify` of the installed unit prints nothing, the user exists (in group
-#      bluetooth), the service is enabled, the mqtt-password placeholder is there; a reinstall (the upgrade path of
-#      the maintainer scripts) keeps an edited config and a written password; `apt-get remove` keeps /etc/gattbridge,
-#      `apt-get purge` removes it.
+#      bluetooth), the service is enabled, the mqtt-password placeholder and the D-Bus policy are there; a
+#      reinstall (the upgrade path of the maintainer scripts) keeps an edited config and a written password;
+#      `apt-get remove` keeps /etc/gattbridge, `apt-get purge` removes it.
 #
 # It needs root (debootstrap, chroot, mounts): run as a user, it runs itself again through sudo.
 #
@@ -189,11 +189,9 @@ pw="$ROOT/etc/gattbridge/mqtt-password"
 [ -f "$pw" ] && [ ! -s "$pw" ] && [ "$(stat -c %a:%U "$pw")" = 600:root ] \
     || fail "no empty root-owned 0600 $pw for LoadCredential= ($(stat -c %a:%U "$pw" 2>&1))"
 check "conffile /etc/gattbridge/config.yaml; placeholder mqtt-password (0600, empty)"
-if [ -f "$REPO/systemd/gattbridge-dbus.conf" ]; then
-    cmp -s "$REPO/systemd/gattbridge-dbus.conf" "$ROOT/usr/share/dbus-1/system.d/gattbridge.conf" \
-        || fail "the D-Bus policy is not installed as /usr/share/dbus-1/system.d/gattbridge.conf"
-    check "D-Bus policy /usr/share/dbus-1/system.d/gattbridge.conf"
-fi
+cmp -s "$REPO/systemd/gattbridge-dbus.conf" "$ROOT/usr/share/dbus-1/system.d/gattbridge.conf" \
+    || fail "the D-Bus policy is not installed as /usr/share/dbus-1/system.d/gattbridge.conf"
+check "D-Bus policy /usr/share/dbus-1/system.d/gattbridge.conf"
 
 # An administrator's edits survive a reinstall (postinst configure with the old version: the upgrade path).
 printf 'secret\n' > "$pw"

@@ -59,6 +59,13 @@ final class ChannelPublisher: Sendable {
     }
 
     private func send(_ payload: String) {
+        // An event channel's value is an action (a button press), not a state: published as Home Assistant's event
+        // JSON, never retained, and never kept for a republish, which would fire a press that did not happen.
+        if channel.homeassistant.isEvent {
+            mqtt.publish(topic, HomeAssistantDiscovery.eventPayload(for: channel, decoded: payload), qos: channel.qos,
+                         retain: false)
+            return
+        }
         last.withLock { $0 = payload }
         mqtt.publish(topic, payload, qos: channel.qos, retain: channel.retain)
     }

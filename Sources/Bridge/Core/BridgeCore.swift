@@ -118,8 +118,9 @@ public actor BridgeCore {
         spawner.yield(session)
     }
 
+    /// With MQTT 5 the broker sends no retained message on these (retain handling 2); on 3.1.1 `handle` drops them.
     private func subscribeCommands() {
-        for filter in topics.commandFilters { link.client.subscribe(filter, qos: .atLeastOnce) }
+        for filter in topics.commandFilters { link.client.subscribe(filter, qos: .atLeastOnce, retainHandling: .doNotSend) }
     }
 
     private func perform(_ request: CoreRequest) {
@@ -190,9 +191,18 @@ public actor BridgeCore {
         host.emit(.brokerConnected)
     }
 
+    public func brokerDisconnected() {
+        host.emit(.brokerDisconnected)
+    }
+
+    /// The MQTT client lost messages for good (SPEC §7 `health`, issue: no silent loss).
+    public func messagesDropped(_ report: MQTTDropReport) {
+        host.emit(.messagesDropped(report))
+    }
+
     /// A reload swapped in a new client: it starts without subscriptions.
     public func clientReplaced(_ client: MQTTClient) {
-        for filter in topics.commandFilters { client.subscribe(filter, qos: .atLeastOnce) }
+        for filter in topics.commandFilters { client.subscribe(filter, qos: .atLeastOnce, retainHandling: .doNotSend) }
         host.resubscribe(on: client)
     }
 

@@ -12,6 +12,9 @@ public enum CoreEvent: Sendable {
     case configApplied(old: BridgeConfig?, new: BridgeConfig)
     /// The broker (re)connected: retained state it may have lost is due again.
     case brokerConnected
+    case brokerDisconnected
+    /// The MQTT client lost messages for good (buffer full, shut down while unsent, oversize received).
+    case messagesDropped(MQTTDropReport)
     case availability(DeviceConfig, online: Bool)
     case rssi(DeviceConfig, Int)
     case deviceEvent(DeviceConfig, BridgeEvent)

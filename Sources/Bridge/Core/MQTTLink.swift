@@ -31,9 +31,7 @@ public final class MQTTLink: BrokerLink, Sendable {
     }
 
     public func publish(_ message: MQTTMessage) {
-        current.withLock { client in
-            _ = client.publish(topic: message.topic, payload: message.payload, qos: message.qos, retain: message.retain)
-        }
+        current.withLock { client in _ = client.publish(message) }
     }
 
     func subscribe(_ filter: String) {

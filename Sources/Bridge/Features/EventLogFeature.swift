@@ -1,5 +1,7 @@
 import Codecs
+import Durations
 import Logging
+import MQTT
 
 /// `B/bridge/event` (device connected, disconnected, errors, retries) and `B/bridge/log` (every rejected command),
 /// as JSON, and the same story in the journal. Reports quote outside text cut and escaped, and `B/bridge/log` is
@@ -7,11 +9,40 @@ import Logging
 struct EventLogFeature: BridgeFeature {
     let logger: Logger
 
+    private enum Timer: Sendable { case summary }
+
     func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
         var topics = BridgeTopics(base: "")
         var limiter = ReportRateLimiter()
-        await runFeatureLoop(events, timer: Void.self) { input in
+        var connected = false
+        /// Messages the MQTT client lost, by reason, not yet reported on `B/bridge/log`. Reported only while the
+        /// broker is connected: a report published into a full offline buffer would evict yet another message.
+        var unreportedDrops: [MQTTDropReport.Reason: Int] = [:]
+
+        func reportDrops() {
+            guard connected else { return }
+            for (reason, count) in unreportedDrops.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                let message = "\(count) MQTT message\(count == 1 ? "" : "s") lost: \(Self.explain(reason))"
+                let json = JSONValue.object([("level", .string("error")), ("message", .string(message)),
+                                             ("dropped", .int(count)), ("reason", .string(reason.rawValue))])
+                context.publish(topics.bridgeLog, json.serialized, qos: 1)
+            }
+            unreportedDrops = [:]
+        }
+
+        await runFeatureLoop(events, timer: Timer.self) { input in
             switch input {
+            case .event(.brokerConnected):
+                connected = true
+                reportDrops()
+            case .event(.brokerDisconnected):
+                connected = false
+            case .event(.messagesDropped(let report)):
+                let level: Logger.Level = report.reason == .notConnected ? .info : .warning
+                logger.log(level: level, "\(report.count) MQTT message(s) lost: \(Self.explain(report.reason))",
+                           metadata: ["total": "\(report.total)"])
+                unreportedDrops[report.reason, default: 0] += report.count
+                reportDrops()
             case .event(.configApplied(_, let config)):
                 topics = BridgeTopics(base: config.mqtt.baseTopic)
             case .event(.deviceEvent(let device, let event)):
@@ -21,7 +52,7 @@ struct EventLogFeature: BridgeFeature {
                 case .publish:
                     publishRejection(rejection, topics: topics, context: context)
                 case .suppress(let first):
-                    if first, let end = limiter.windowEnd { return [(end, ())] }
+                    if first, let end = limiter.windowEnd { return [(end, .summary)] }
                 }
             case .timer:
                 guard let count = limiter.summary(now: .now) else { break }
@@ -50,6 +81,15 @@ struct EventLogFeature: BridgeFeature {
         context.publish(topics.bridgeLog, json.serialized, qos: 1)
     }
 
+    static func explain(_ reason: MQTTDropReport.Reason) -> String {
+        switch reason {
+        case .bufferFull: "the offline buffer was full (oldest dropped first)"
+        case .notConnected: "QoS 0 while the broker was unreachable"
+        case .shutdown: "still unsent when the client shut down"
+        case .oversizeReceived: "a received packet over the maximum packet size"
+        }
+    }
+
     static func eventJSON(_ event: BridgeEvent, device: String, logger: Logger) -> String {
         var fields: [(String, JSONValue)]
         switch event {
@@ -63,7 +103,7 @@ struct EventLogFeature: BridgeFeature {
             fields = [("type", .string("error")), ("message", .string(message))]
             logger.warning("\(message)", metadata: ["device": "\(device)"])
         case .reconnectAttempt(let attempt, let delay):
-            let ms = Int(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)
+            let ms = Int(delay.inMilliseconds)
             fields = [("type", .string("reconnect_attempt")), ("attempt", .int(attempt)), ("delay_ms", .int(ms))]
             logger.info("reconnect attempt \(attempt) in \(ms) ms", metadata: ["device": "\(device)"])
         }

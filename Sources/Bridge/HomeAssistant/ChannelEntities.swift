@@ -2,7 +2,7 @@ import Codecs
 import Config
 
 /// Decides how a channel is announced: the configured `homeassistant` component first (switch, light,
-/// binary_sensor), otherwise by codec, because the codec is what fixes the payload's shape.
+/// binary_sensor, event), otherwise by codec, because the codec is what fixes the payload's shape.
 enum ChannelEntities {
     /// `MAX_LENGTH_STATE_STATE` in Home Assistant: it refuses longer text values.
     static let maxTextLength = 255
@@ -34,6 +34,8 @@ enum ChannelEntities {
         case .binarySensor, .switch, .light:
             // A switch or light the config did not make writable has nothing to command: show its state only.
             return [binarySensor(channel, state: state, objectID: objectID)]
+        case .event, .deviceTrigger:
+            return events(channel, state: state, objectID: objectID)
         case .sensor:
             break
         }
@@ -85,6 +87,31 @@ enum ChannelEntities {
             ("state_topic", .string(state)),
             ("payload_on", .string(payloads.on)), ("payload_off", .string(payloads.off)),
         ], qos: channel.qos)
+    }
+
+    /// An event entity, which shows the last action in the dashboard and its history, and one device trigger per
+    /// event type, which the automation editor offers under the device ("press action"). Both listen to the
+    /// channel's state topic, where each action is published as `{"event_type": …}` (`HomeAssistantDiscovery.eventPayload`).
+    private static func events(_ channel: ChannelConfig, state: String, objectID: String) -> [DiscoveryEntity] {
+        let eventTypes = channel.values.map(\.key)
+        var result = [DiscoveryEntity(component: .event, objectID: objectID, name: channel.name, fields: [
+            ("state_topic", .string(state)),
+            ("event_types", .array(eventTypes.map { .string($0) })),
+        ], qos: channel.qos)]
+        for eventType in eventTypes {
+            // A trigger matches `payload` against the rendered template: it fires for its own event type only.
+            result.append(DiscoveryEntity(component: .deviceAutomation,
+                                          objectID: objectID + "_" + DiscoveryObjectID.make(eventType),
+                                          name: eventType, fields: [
+                ("automation_type", "trigger"),
+                ("type", "action"),
+                ("subtype", .string(eventType)),
+                ("topic", .string(state)),
+                ("value_template", "{{ value_json.event_type }}"),
+                ("payload", .string(eventType)),
+            ], qos: channel.qos))
+        }
+        return result
     }
 
     /// The link-quality diagnostic every device gets; the bridge publishes the RSSI in dBm to `B/D/rssi`.

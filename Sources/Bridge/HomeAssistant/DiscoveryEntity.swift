@@ -9,6 +9,10 @@ struct DiscoveryEntity: Sendable {
         case `switch`
         case light
         case text
+        case event
+        /// A device trigger: not an entity, so it has no name, unique_id or availability (Home Assistant's
+        /// TRIGGER_DISCOVERY_SCHEMA drops them), only the `device` block that ties it to its device.
+        case deviceAutomation = "device_automation"
     }
 
     var component: Component

@@ -6,7 +6,8 @@ import Config
 /// returns, so the same config always yields byte-identical retained messages.
 ///
 /// Topics: `<prefix>/<component>/gattbridge_<ADDRESS>/<object>/config`, where `<object>` is the channel's topic
-/// level made safe for Home Assistant (`DiscoveryObjectID`) and `rssi` for the per-device link-quality sensor.
+/// level made safe for Home Assistant (`DiscoveryObjectID`), `<level>_<event type>` for an event channel's device
+/// triggers (component `device_automation`), and `rssi` for the per-device link-quality sensor.
 public struct HomeAssistantDiscovery: Sendable, Equatable {
     public let config: BridgeConfig
     public let version: String
@@ -40,12 +41,12 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         guard isEnabled else { return [] }
         let shared = sharedFields(device, identity: identity)
         return entities(of: device).map { entity in
-            var members: [(String, JSONValue)] = [
-                ("name", .string(entity.name)),
-                ("unique_id", .string(uniqueID(device, entity))),
-            ]
+            var members: [(String, JSONValue)] = []
+            if entity.component != .deviceAutomation {
+                members += [("name", .string(entity.name)), ("unique_id", .string(uniqueID(device, entity)))]
+            }
             members += entity.fields
-            members += shared(entity.qos)
+            members += shared(entity)
             return DiscoveryMessage(topic: topic(device, entity), payload: JSONValue.object(members).serialized)
         }
     }
@@ -90,6 +91,15 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         return DiscoveryObjectID.isValid(object)
     }
 
+    /// The payload an event channel publishes for one action: the name of the `values` entry it matched, else the
+    /// decoded value itself (SPEC §12). `decoded` may already be the name (the codec maps values) or the raw value.
+    public static func eventPayload(for channel: ChannelConfig, decoded: String) -> String {
+        let values = channel.values
+        let eventType = values.contains(where: { $0.key == decoded }) ? decoded
+            : values.first(where: { $0.value == decoded })?.key ?? decoded
+        return JSONValue.object([("event_type", .string(eventType))]).serialized
+    }
+
     // MARK: - Building blocks
 
     private func entities(of device: DeviceConfig) -> [DiscoveryEntity] {
@@ -109,8 +119,9 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         return entity.component == .text ? base + "_text" : base
     }
 
-    /// The keys every entity of `device` carries, after its own: qos, availability, device and origin.
-    private func sharedFields(_ device: DeviceConfig, identity: DeviceIdentity?) -> (Int) -> [(String, JSONValue)] {
+    /// The keys every entity of `device` carries, after its own: qos, availability, device and origin. Device
+    /// triggers have no availability in Home Assistant.
+    private func sharedFields(_ device: DeviceConfig, identity: DeviceIdentity?) -> (DiscoveryEntity) -> [(String, JSONValue)] {
         var deviceBlock: [(String, JSONValue)] = [
             ("identifiers", [.string(nodeID(device))]),
             ("name", .string(device.name)),
@@ -125,12 +136,11 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         let availability: JSONValue = .array([topics.bridgeState, topics.availability(device)].map { topic in
             .object([("topic", .string(topic)), ("payload_available", "online"), ("payload_not_available", "offline")])
         })
-        let tail: [(String, JSONValue)] = [
-            ("availability", availability),
-            ("availability_mode", "all"),
-            ("device", .object(deviceBlock)),
-            ("origin", .object(origin)),
-        ]
-        return { qos in [("qos", .int(qos))] + tail }
+        let tail: [(String, JSONValue)] = [("device", .object(deviceBlock)), ("origin", .object(origin))]
+        return { entity in
+            let qos: [(String, JSONValue)] = [("qos", .int(entity.qos))]
+            if entity.component == .deviceAutomation { return qos + tail }
+            return qos + [("availability", availability), ("availability_mode", "all")] + tail
+        }
     }
 }

@@ -45,7 +45,14 @@ final class MQTTService: Service, Sendable {
     func replace(with client: MQTTClient, oldBaseTopic: String, configure: () async -> Void) async {
         replacer.yield(client)
         let previous = link.swap(client)
+        // What the old client still holds (the broker may be down) moves to the new one, ahead of what was
+        // published since the swap; only what libmosquitto already took can be lost, and that is reported.
+        let buffered = previous.drainBuffered()
         await previous.shutdown(finalMessages: [Self.offline(oldBaseTopic)], timeout: .seconds(1))
+        if !buffered.isEmpty {
+            logger.notice("handing \(buffered.count) buffered message(s) to the new MQTT client")
+            await client.adopt(buffered)
+        }
         await configure()
         client.start()
     }
@@ -55,8 +62,17 @@ final class MQTTService: Service, Sendable {
             group.addTask {
                 for await message in client.messages { await self.core.handle(message) }
             }
+            group.addTask {
+                for await report in client.drops { await self.core.messagesDropped(report) }
+            }
+            var wasConnected = false
             for await state in client.connectionStates() {
-                if state == .connected { await core.brokerConnected() }
+                if state == .connected {
+                    await core.brokerConnected()
+                } else if wasConnected {
+                    await core.brokerDisconnected()
+                }
+                wasConnected = state == .connected
                 statusChanged()
             }
         }

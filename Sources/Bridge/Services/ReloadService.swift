@@ -34,6 +34,7 @@ struct ReloadService: Service {
             notifier.ready()
             return
         }
+        for warning in new.warnings(file: configPath) { logger.warning("\(warning)") }
         let old = await core.config
         var replacement: MQTTClient?
         if new.mqtt != old.mqtt {

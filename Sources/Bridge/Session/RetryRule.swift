@@ -1,3 +1,5 @@
+import Durations
+
 /// What to do after one kind of failure: how long to wait (exponential, capped, jittered) and what to try then.
 ///
 /// Pure data, so the whole reconnection behaviour is a table that can be read and tested at a glance.
@@ -62,13 +64,5 @@ public struct RetryRule: Sendable, Hashable {
         seconds = min(seconds, cap) * (1 + unit * jitter)
         seconds = min(max(0, seconds), cap)
         return .milliseconds(Int64((seconds * 1000).rounded()))
-    }
-}
-
-extension Duration {
-    /// The duration in seconds as a `Double` (attosecond precision is more than a backoff needs).
-    fileprivate var inSeconds: Double {
-        let parts = components
-        return Double(parts.seconds) + Double(parts.attoseconds) * 1e-18
     }
 }

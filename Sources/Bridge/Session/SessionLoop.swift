@@ -427,6 +427,10 @@ struct SessionLoop {
         let kind: DeviceCommand.Kind
         switch request.verb {
         case .get:
+            guard !channel.homeassistant.isEvent else {
+                reject(request, "channel \(config.name)/\(channel.name) carries events (button presses); it has no state to read")
+                return
+            }
             guard machine.isOnline, resolved[channel.name] != nil else {
                 reject(request, "device \(config.name) is offline")
                 return

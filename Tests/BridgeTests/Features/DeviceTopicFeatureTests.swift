@@ -52,6 +52,24 @@ import Testing
     }
 }
 
+@Suite struct DropReportTests {
+    @Test func lossesAreReportedOnceConnectedNeverIntoAFullBuffer() async throws {
+        try await withFeature(EventLogFeature(logger: .init(label: "test"))) { host, link in
+            host.emit(.configApplied(old: nil, new: testConfig()))
+            host.emit(.messagesDropped(MQTTDropReport(reason: .bufferFull, count: 3, total: 3)))
+            host.emit(.messagesDropped(MQTTDropReport(reason: .bufferFull, count: 2, total: 5)))
+            host.emit(.deviceEvent(DeviceConfig(name: "d", address: BluetoothAddress("C0:FF:EE:00:00:01")!, channels: []),
+                                   .connected))
+            try await eventually("event published") { !link.payloads("b/bridge/event").isEmpty }
+            #expect(link.payloads("b/bridge/log").isEmpty, "not while the broker is away")
+            host.emit(.brokerConnected)
+            try await eventually("reported") { !link.payloads("b/bridge/log").isEmpty }
+            #expect(link.payloads("b/bridge/log") == [
+                #"{"level":"error","message":"5 MQTT messages lost: the offline buffer was full (oldest dropped first)","dropped":5,"reason":"buffer_full"}"#])
+        }
+    }
+}
+
 @Suite struct HomeAssistantStaleConfigTests {
     func message(_ topic: String, base: String, retain: Bool = true) -> MQTTMessageStub {
         MQTTMessageStub(topic: topic, base: base, retain: retain)

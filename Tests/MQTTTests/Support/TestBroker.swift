@@ -41,11 +41,17 @@ final class TestBroker: @unchecked Sendable {
 
     func stop() {
         guard pid != 0 else { return }
+        kill(pid, SIGCONT)
         kill(pid, SIGTERM)
         var status: Int32 = 0
         waitpid(pid, &status, 0)
         pid = 0
     }
+
+    /// SIGSTOP: the TCP connections stay up but nothing is read or acknowledged (a stalled broker).
+    func pause() { if pid != 0 { kill(pid, SIGSTOP) } }
+
+    func resume() { if pid != 0 { kill(pid, SIGCONT) } }
 
     var log: String { (try? readFile("\(directory)/broker.log")) ?? "" }
 
