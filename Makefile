@@ -10,7 +10,7 @@ SWIFT      ?= swift
 PYTHON     := .venv/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: all setup build release test unit-test integration-test demo install uninstall clean
+.PHONY: all setup build release test unit-test integration-test demo install uninstall clean deb test-deb
 
 all: build
 
@@ -54,8 +54,10 @@ unit-test: setup
 integration-test: setup build
 	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/integration -q $(PYTEST_ARGS)
 
-# The whole suite, as CI runs it (~25 min): unit, integration, unit-file check, fuzz smoke, real BlueZ in QEMU, and a
-# 10-minute fault soak of the release build (TEST_SOAK_SECONDS).
+# The whole suite, as CI runs it (~25 min): unit, integration, unit-file check, fuzz smoke, the Debian package (lintian
+# and an install in a fresh Debian 12), real BlueZ in QEMU run by the package's binary, and a 10-minute fault soak of
+# the release build (TEST_SOAK_SECONDS). The package is made from the soak's release build (same flags), so the
+# suite compiles the release configuration once.
 TEST_SOAK_SECONDS ?= 600
 
 test: setup
@@ -65,7 +67,8 @@ test: setup
 	$(MAKE) test-homeassistant
 	bash scripts/check-unit.sh
 	$(MAKE) fuzz-smoke
-	$(MAKE) test-realbluez
+	$(MAKE) test-deb DEB_BIN_TARGET=bench-build DEB_BIN=$(BENCH_BIN)
+	$(MAKE) test-realbluez-deb DEB_BIN_TARGET=bench-build DEB_BIN=$(BENCH_BIN)
 	$(MAKE) soak DURATION=$(TEST_SOAK_SECONDS)
 
 # The discovery against a real Home Assistant core (2024.3) in its own venv, .venv-ha (created on first use: ~5 min,
@@ -79,6 +82,15 @@ test-homeassistant: setup build
 .PHONY: test-realbluez
 test-realbluez: setup build
 	bash scripts/realbluez/run.sh
+
+# The same tier run by the binary the Debian package ships (unpacked from dist/…deb): what `make test` runs, because
+# that is the build users get (optimised, static Swift stdlib, stripped); the debug build is what the integration
+# tests run.
+.PHONY: test-realbluez-deb
+test-realbluez-deb: setup deb
+	rm -rf $(DEB_EXTRACT) && mkdir -p $(DEB_EXTRACT)
+	dpkg-deb -x $(DEB_FILE) $(DEB_EXTRACT)
+	GATTBRIDGE_BIN=$(CURDIR)/$(DEB_EXTRACT)/usr/bin/gattbridge bash scripts/realbluez/run.sh
 
 demo: setup build
 	bash scripts/demo.sh
@@ -138,6 +150,22 @@ uninstall:
 .PHONY: check-unit
 check-unit:
 	bash scripts/check-unit.sh
+
+# --- Debian package (README "Install on a Raspberry Pi") -------------------------------------------------------------
+# `make deb`: dist/gattbridge_<version>_<arch>.deb for this machine's architecture (arm64 on a Pi), from the release
+# build; the version is GattBridgeVersion.swift's (scripts/deb/version.sh). `make test-deb`: lintian, then an install
+# in a fresh debootstrapped Debian 12 (root, through sudo when needed; a few minutes the first time, ~1 min after).
+# DEB_BIN is the binary packaged and DEB_BIN_TARGET the target that builds it.
+DEB_BIN_TARGET ?= release
+DEB_BIN        ?= $(RELEASE_BIN)
+DEB_FILE        = dist/gattbridge_$(shell bash scripts/deb/version.sh)_$(shell dpkg --print-architecture).deb
+DEB_EXTRACT    := .build-deb/extract
+
+deb: $(DEB_BIN_TARGET)
+	bash scripts/deb/build.sh $(DEB_BIN) >/dev/null
+
+test-deb: deb
+	bash scripts/deb/test.sh
 
 # --- performance, soak, fuzzing (README "Performance") -------------------------------------------------------------
 # The release build for measurements has a scratch path of its own, so it never fights a development build.
