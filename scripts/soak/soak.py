@@ -16,7 +16,7 @@ Faults, one every SOAK_FAULT_INTERVAL seconds (default 20, ±30 % jitter), in a 
   bad_command  malformed commands: invalid UTF-8, unknown device/channel, not writable, oversized (256 KiB), bad verb
   bad_serial   the HM-10 notifies invalid UTF-8 and an over-long line (4 KiB without delimiter)
   retained_command  a retained `set` sits on the broker while the broker restarts (the bridge resubscribes): it must
-               not be executed (no echo), it is reported on bridge/log, and commands keep working
+               never be executed (no echo, checked over the whole run) and commands keep working
   huge_publish a 50 MB `set`: refused by the broker's limit or dropped by the bridge, never held in memory
   get_flood    2,000 `get`s at once on the HM-10's channel: coalesced (one read pending), a command right after
                them still makes its round trip
@@ -296,12 +296,13 @@ class Soak:
             self.broker.start()
             t_back = time.monotonic()
             times = [self.wait_flow(p, mark, sent_after=t_back) for p in ("fd", "sig")]
-            logged = self.sub.wait_for(lambda m: m[1] == f"{BASE}/bridge/log" and b"retained" in m[2], 20, mark)
+            # The bridge resubscribed (MQTT 5: retain handling 2, so the broker does not even send it; 3.1.1: sent,
+            # ignored and reported). A command after it is a barrier: retained messages come before live ones.
             probe = self.send_command()
             echoed = self.sub.wait_for(lambda m: m[1] == f"{BASE}/hm10/serial" and m[2] == probe.encode(), 40, mark)
             self.sub.publish(f"{BASE}/hm10/serial/set", b"", retain=True)
             self.broker_windows.append((t0, time.monotonic()))
-            recovered = max(times + [echoed[0]]) if all(times) and logged and echoed else None
+            recovered = max(times + [echoed[0]]) if all(times) and echoed else None
         elif kind == "huge_publish":
             before = sample(self.gb.pid).rss_kb
             self.sub.publish(f"{BASE}/hm10/serial/set", b"x" * (50 * 1024 * 1024))
