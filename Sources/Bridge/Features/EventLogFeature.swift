@@ -41,6 +41,9 @@ struct EventLogFeature: BridgeFeature {
                 let level: Logger.Level = report.reason == .notConnected ? .info : .warning
                 logger.log(level: level, "\(report.count) MQTT message(s) lost: \(Self.explain(report.reason))",
                            metadata: ["total": "\(report.total)"])
+                // QoS 0 while the broker is away is MQTT's contract for QoS 0 (RSSI, which is republished after the
+                // reconnect): logged, not reported as an error.
+                guard report.reason != .notConnected else { break }
                 unreportedDrops[report.reason, default: 0] += report.count
                 reportDrops()
             case .event(.configApplied(_, let config)):
