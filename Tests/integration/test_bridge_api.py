@@ -68,23 +68,6 @@ def request(mqtt, bridge: Bridge, verb: str, body: Any = None, raw: Optional[byt
     return answer.json()
 
 
-def retained(bench, mosquitto, topic: str, timeout: float = 5.0) -> Optional[bytes]:
-    """The broker's retained message on `topic` right now (None when there is none), via a fresh subscriber."""
-    client = bench.mqtt_client(mosquitto, topics=[topic, f"{BASE}/bridge/state"])
-    client.wait_for(f"{BASE}/bridge/state", None, timeout)   # retained messages arrive in one burst on subscribe
-    got = client.received(topic)
-    client.close()
-    return got[-1].payload if got else None
-
-
-def ha_configs(bench, mosquitto, node: str) -> list[str]:
-    client = bench.mqtt_client(mosquitto, topics=[f"{PREFIX}/+/{node}/+/config", f"{BASE}/bridge/state"])
-    client.wait_for(f"{BASE}/bridge/state", None, 5)
-    topics = [m.topic for m in client.received(f"{PREFIX}/+/{node}/+/config") if m.payload]
-    client.close()
-    return topics
-
-
 def test_add_restart_reload_remove_round_trip(bench, run_gattbridge, peripheral, mosquitto, mqtt, wait_until,
                                                tmp_path):
     light = peripheral("led", LAMP)
@@ -101,16 +84,16 @@ def test_add_restart_reload_remove_round_trip(bench, run_gattbridge, peripheral,
     assert drop_in.exists() and drop_in.stat().st_mode & 0o777 == 0o640
     bridge.wait_online(mqtt, "api-lamp")
     mqtt.wait_for(bridge.topic("api-lamp", "led"), "OFF", 10)
-    node = "gattbridge_" + LAMP.replace(":", "").lower()
-    wait_until(lambda: ha_configs(bench, mosquitto, node) == [f"{PREFIX}/switch/{node}/led/config"], 10,
-               "no Home Assistant config for the added device")
+    node = "gattbridge_" + LAMP.replace(":", "")
+    ha_topic = f"{PREFIX}/switch/{node}/led/config"
+    config = mqtt.wait_for(ha_topic, lambda m: bool(m.payload), 10).json()
+    assert config["command_topic"] == bridge.topic("api-lamp", "led", "set")
     listing = request(mqtt, bridge, "devices")["data"]
     assert listing == [{
         "name": "api-lamp", "address": LAMP, "source": "api", "adapter": listing[0]["adapter"], "state": "online",
         "channels": [{"name": "led", "characteristic": LED_CHAR, "codec": "hex", "mode": "read", "writable": True}],
     }]
-    retained_listing = json.loads(retained(bench, mosquitto, bridge.topic("bridge", "devices")))
-    assert retained_listing == listing
+    assert mqtt.received(bridge.topic("bridge", "devices"))[-1].json() == listing
 
     # Restart: the drop-in brings the device back.
     bridge.process.stop()
@@ -122,9 +105,8 @@ def test_add_restart_reload_remove_round_trip(bench, run_gattbridge, peripheral,
     path = write_config(tmp_path, mosquitto.port, [strap_cfg])
     mark = mqtt.mark()
     bridge.process.signal(signal.SIGHUP)
-    wait_until(lambda: any(d["name"] == "file-strap" for d in
-                           mqtt.wait_for(bridge.topic("bridge", "devices"), None, 10, since=mark).json()), 10,
-               "reload did not add the main-file device")
+    mqtt.wait_for(bridge.topic("bridge", "devices"),
+                  lambda m: [d["name"] for d in m.json()] == ["file-strap", "api-lamp"], 10, since=mark)
     assert drop_in.exists()
     assert not [m for m in mqtt.received(bridge.topic("api-lamp", "availability"), mark) if m.text != "online"]
 
@@ -132,12 +114,15 @@ def test_add_restart_reload_remove_round_trip(bench, run_gattbridge, peripheral,
     refused = request(mqtt, bridge, "device/remove", {"name": "file-strap"})
     assert refused["status"] == "error" and str(path) in refused["error"], refused
 
+    mark = mqtt.mark()
     removed = request(mqtt, bridge, "device/remove", {"name": "api-lamp"})
     assert removed == {"status": "ok", "data": {}, "transaction": removed["transaction"]}
     assert not drop_in.exists()
-    wait_until(lambda: retained(bench, mosquitto, bridge.topic("api-lamp", "availability")) is None, 10,
-               "availability of the removed device still retained")
-    wait_until(lambda: ha_configs(bench, mosquitto, node) == [], 10, "Home Assistant config not cleared")
+    mqtt.wait_for(bridge.topic("api-lamp", "availability"), "", 10, since=mark)
+    mqtt.wait_for(ha_topic, "", 10, since=mark)
+    late = bench.mqtt_client(mosquitto, topics=[f"{BASE}/api-lamp/#", f"{PREFIX}/+/{node}/#", f"{BASE}/bridge/state"])
+    late.wait_for(f"{BASE}/bridge/state", "online", 5)
+    assert [m for m in late.received("#") if m.topic != f"{BASE}/bridge/state"] == []
     assert [d["name"] for d in request(mqtt, bridge, "devices")["data"]] == ["file-strap"]
     bridge.assert_running()
 
