@@ -131,3 +131,47 @@ enum DropInFiles {
         return .success(names.sorted())
     }
 }
+
+extension ConfigLoader {
+    /// A device object from YAML (or JSON) text as JSON, for sending it to `device/add` (the CLI's `--file`). YAML
+    /// core-schema typing: plain scalars that read as numbers, booleans or null become those, the rest strings.
+    public static func deviceJSON(yaml text: String, file: String) throws(ConfigErrors) -> JSONValue {
+        let root: YAMLNode?
+        do throws(YAMLError) {
+            root = try YAMLParser(text: text).parseSingleDocument()
+        } catch {
+            throw ConfigErrors(issues: [ConfigIssue(file: file, line: error.line, column: error.column, message: error.message)])
+        }
+        guard let root, case .mapping = root.content else {
+            throw ConfigErrors(issues: [ConfigIssue(file: file, line: root?.line ?? 0, column: root?.column ?? 0,
+                                                    message: "a device file must hold one device object (a mapping)")])
+        }
+        return root.json
+    }
+}
+
+extension YAMLNode {
+    /// The node as JSON (keys as their text).
+    var json: JSONValue {
+        switch content {
+        case .mapping(let pairs):
+            return .object(pairs.map { pair in
+                if case .scalar(let key, _) = pair.key.content { return (key, pair.value.json) }
+                return (pair.key.json.serialized, pair.value.json)
+            })
+        case .sequence(let items):
+            return .array(items.map(\.json))
+        case .scalar(let text, let style):
+            guard style == .plain else { return .string(text) }
+            if isNull { return .null }
+            switch text {
+            case "true", "True", "TRUE": return .bool(true)
+            case "false", "False", "FALSE": return .bool(false)
+            default: break
+            }
+            if IntegerSyntax.isDecimal(text), let value = Int(text) { return .int(value) }
+            if IntegerSyntax.isFloat(text), let value = Double(text) { return .double(value) }
+            return .string(text)
+        }
+    }
+}

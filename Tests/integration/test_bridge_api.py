@@ -185,3 +185,42 @@ def test_bridge_api_off_does_not_answer(bench, run_gattbridge, mosquitto, mqtt, 
     late.wait_for(f"{BASE}/bridge/state", "online", 5)
     assert mqtt.received(bridge.topic("bridge", "response", "#"), mark) == []
     bridge.assert_running()
+
+
+def test_cli_devices_list_add_remove(bench, run_gattbridge, peripheral, mosquitto, mqtt, tmp_path):
+    path = write_config(tmp_path, mosquitto.port, [], ha=False)
+
+    def cli(*args: str) -> tuple[int, str, str]:
+        process = run_gattbridge(["devices", *args, "--config", path, "--timeout", "5"], name="cli")
+        code = process.wait(15)
+        return code, process.stdout, process.stderr
+
+    # No daemon yet: the broker answers, nobody else does.
+    code, _, err = cli("list")
+    assert code == 69 and "no answer" in err, (code, err)
+
+    bridge = run_bridge(run_gattbridge, path, mqtt)
+    device_file = tmp_path / "lamp.yaml"
+    device_file.write_text(to_yaml(lamp("cli-lamp")) + "\n")
+    code, out, err = cli("add", "--file", str(device_file))
+    assert (code, out.strip()) == (0, "added cli-lamp"), err
+    assert (tmp_path / "state" / "devices.d" / "cli-lamp.yaml").exists()
+
+    code, out, err = cli("list", "--json")
+    assert code == 0, err
+    assert [d["name"] for d in json.loads(out)] == ["cli-lamp"]
+    code, out, _ = cli("list")
+    assert out.splitlines()[0].split() == ["NAME", "ADDRESS", "SOURCE", "STATE", "CHANNELS"]
+    assert out.splitlines()[1].split()[:3] == ["cli-lamp", LAMP, "api"]
+
+    bad = lamp("cli-bad", "C0:FF:EE:00:02:1C")
+    bad["channels"][0]["codec"] = "hexx"
+    code, _, err = cli("add", json.dumps(bad))
+    assert code == 65 and 'channels[0].codec: unknown codec "hexx"' in err, (code, err)
+
+    code, out, err = cli("remove", "cli-lamp")
+    assert (code, out.strip()) == (0, "removed cli-lamp"), err
+    code, _, err = cli("remove", "cli-lamp")
+    assert code == 65 and 'no device named "cli-lamp"' in err, (code, err)
+    assert not (tmp_path / "state" / "devices.d" / "cli-lamp.yaml").exists()
+    bridge.assert_running()
