@@ -43,7 +43,7 @@ public enum DropInStore {
         case .object(let members) where !members.isEmpty:
             out += "{\n"
             for (index, (key, member)) in members.enumerated() {
-                out += inner + JSONValue.string(key).serialized + ": "
+                out += inner + quoted(key) + ": "
                 render(member, indent: inner, to: &out)
                 out += index == members.count - 1 ? "\n" : ",\n"
             }
@@ -56,9 +56,39 @@ public enum DropInStore {
                 out += index == items.count - 1 ? "\n" : ",\n"
             }
             out += indent + "]"
+        case .string(let text):
+            out += quoted(text)
         default:
             out += value.serialized
         }
+    }
+
+    /// A JSON string that YAML reads back too: YAML allows only printable characters in a document, so C0 and C1
+    /// controls, DEL, line and paragraph separators, U+FEFF and U+FFFE/U+FFFF are written as `\u` escapes, which
+    /// both languages read.
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                let value = scalar.value
+                let printable = (0x20...0x7E).contains(value) || (0xA0...0xD7FF).contains(value)
+                    || (0xE000...0xFFFD).contains(value) || value >= 0x10000
+                // libyaml breaks lines at U+2028/U+2029 (YAML 1.1) even in quotes, and may take U+FEFF for a BOM.
+                if printable && value != 0x2028 && value != 0x2029 && value != 0xFEFF {
+                    out.unicodeScalars.append(scalar)
+                } else {
+                    let hex = String(value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                }
+            }
+        }
+        return out + "\""
     }
 
     /// Writes `text` to `path` atomically with mode 0640, creating `state_dir` and `devices.d` if missing.
