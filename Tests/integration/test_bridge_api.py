@@ -224,3 +224,57 @@ def test_cli_devices_list_add_remove(bench, run_gattbridge, peripheral, mosquitt
     assert code == 65 and 'no device named "cli-lamp"' in err, (code, err)
     assert not (tmp_path / "state" / "devices.d" / "cli-lamp.yaml").exists()
     bridge.assert_running()
+
+
+def test_set_with_a_response_topic_is_confirmed_after_the_write(bench, run_gattbridge, peripheral, mosquitto, mqtt,
+                                                                 tmp_path):
+    """SPEC §7 command results: `ok` on the MQTT 5 Response Topic once the LED really changed, `error` for a command
+    that expired while its device was away; both with the request's Correlation Data. Also an API request answered
+    on its Response Topic."""
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+
+    light = peripheral("led", LAMP)
+    light.wait_for({"event": "state", "led": "00"})
+    path = write_config(tmp_path, mosquitto.port, [lamp("lamp", command_ttl=2)], ha=False)
+    bridge = run_bridge(run_gattbridge, path, mqtt)
+    bridge.wait_online(mqtt, "lamp")
+
+    def request_with_reply(topic: str, payload: str, correlation: bytes) -> None:
+        props = Properties(PacketTypes.PUBLISH)
+        props.ResponseTopic = "client/replies"
+        props.CorrelationData = correlation
+        mqtt.client.publish(topic, payload, qos=1, properties=props).wait_for_publish(5)
+
+    def reply(correlation: bytes, since: int, timeout: float = 10.0):
+        return mqtt.wait_for("client/replies",
+                             lambda m: getattr(m, "correlation", None) == correlation, timeout, since=since)
+
+    # The bench client records properties only if asked: keep them per message.
+    original = mqtt.client.on_message
+
+    def on_message(client, userdata, msg):
+        original(client, userdata, msg)
+        data = getattr(msg.properties, "CorrelationData", None)
+        with mqtt._cond:
+            mqtt.messages[-1].correlation = bytes(data) if data is not None else None
+    mqtt.client.on_message = on_message
+
+    mark, led_mark = mqtt.mark(), light.mark()
+    request_with_reply(bridge.topic("lamp", "led", "set"), "ON", b"set-1")
+    answer = reply(b"set-1", mark)
+    assert answer.json() == {"status": "ok"} and not answer.retain
+    # The reply follows the completed GATT write: the LED has the new state.
+    light.wait_for({"event": "state", "led": "01"}, 1, since=led_mark)
+
+    mark = mqtt.mark()
+    request_with_reply(bridge.topic("bridge", "request", "health"), "{}", b"api-1")
+    assert reply(b"api-1", mark).json()["status"] == "ok"
+
+    mark = mqtt.mark()
+    light.kill()
+    bridge.wait_availability(mqtt, "lamp", "offline", 10, since=mark)
+    request_with_reply(bridge.topic("lamp", "led", "set"), "OFF", b"set-2")
+    expired = reply(b"set-2", mark).json()
+    assert expired["status"] == "error" and expired["error"], expired
+    bridge.assert_running()
