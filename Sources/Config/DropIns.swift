@@ -38,7 +38,7 @@ extension ConfigLoader {
             let file = directory + "/" + name
             do throws(ConfigErrors) {
                 let text: String
-                switch TextFile.read(file) {
+                switch TextFile.read(file, limit: TextFile.configLimit) {
                 case .success(let bytes):
                     guard let decoded = String(validating: bytes, as: UTF8.self) else {
                         throw ConfigErrors(issues: [ConfigIssue(file: file, line: 0, column: 0, message: "the drop-in is not valid UTF-8")])
@@ -118,7 +118,7 @@ enum DropInFiles {
     /// The `*.yaml` names in `directory`, sorted; none when it does not exist.
     static func list(_ directory: String) -> Result<[String], FileReadError> {
         guard let dir = opendir(directory) else {
-            return errno == ENOENT ? .success([]) : .failure(FileReadError(errno: errno))
+            return errno == ENOENT ? .success([]) : .failure(.system(errno))
         }
         defer { closedir(dir) }
         var names: [String] = []
