@@ -278,3 +278,24 @@ def test_set_with_a_response_topic_is_confirmed_after_the_write(bench, run_gattb
     expired = reply(b"set-2", mark).json()
     assert expired["status"] == "error" and expired["error"], expired
     bridge.assert_running()
+
+
+def test_a_bad_drop_in_is_named_and_does_not_stop_the_others(bench, run_gattbridge, peripheral, mosquitto, mqtt,
+                                                            tmp_path):
+    light = peripheral("led", LAMP)
+    light.wait_for({"event": "state", "led": "00"})
+    path = write_config(tmp_path, mosquitto.port, [], ha=False)
+    drop_ins = tmp_path / "state" / "devices.d"
+    drop_ins.mkdir(parents=True)
+    (drop_ins / "good.yaml").write_text(json.dumps(lamp("good")))
+    (drop_ins / "bad.yaml").write_text('{"name": "bad", "address": "nope", "channels": []}\n')
+
+    check = run_gattbridge(["config", "check", "--config", path], name="check")
+    assert check.wait(15) == 78
+    assert f"{drop_ins / 'bad.yaml'}:1:28: address in device \"bad\" must be a Bluetooth address" in check.stderr, \
+        check.stderr
+
+    bridge = run_bridge(run_gattbridge, path, mqtt)
+    bridge.wait_online(mqtt, "good")
+    bridge.process.wait_for_line(lambda line: str(drop_ins / "bad.yaml") in line and "device skipped" in line, 5, stream="stderr")
+    assert [d["name"] for d in request(mqtt, bridge, "devices")["data"]] == ["good"]
