@@ -47,6 +47,7 @@ let package = Package(
         fuzzer("FuzzCodecs", ["Codecs", "FuzzSupport"]),
         fuzzer("FuzzConfig", ["Config", "Codecs", "CMosquitto", "FuzzSupport"]),
         fuzzer("FuzzCommands", ["Bridge", "Config", "Codecs", "FuzzSupport"]),
+        fuzzer("FuzzBridgeRequest", ["Bridge", "Config", "Codecs", "Bluetooth", "FuzzSupport"]),
         fuzzer("FuzzDBus", ["DBus", "CDBus", "BlueZ", "FuzzSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the hand-made seeds of Fuzz/Corpus/{FuzzCodecs,FuzzConfig,FuzzCommands} (FuzzDBus: make_dbus_corpus.py).
+"""Writes the hand-made seeds of Fuzz/Corpus/{FuzzCodecs,FuzzConfig,FuzzCommands,FuzzBridgeRequest} (FuzzDBus: make_dbus_corpus.py).
 Seeds are named by their SHA-1, as libFuzzer names what it adds, so re-running only adds files.
 
     python3 Fuzz/make_seed_corpus.py
@@ -68,7 +68,28 @@ def commands() -> None:
         write("FuzzCommands", bytes([mtu, len(t)]) + t + payload)
 
 
+def bridge_requests() -> None:
+    """FuzzBridgeRequest: a verb byte (index into BridgeRequest.Verb.allCases + extras), then the JSON payload."""
+    lamp = ('{"name":"lamp","address":"C0:FF:EE:00:00:03","channels":[{"name":"led","characteristic":"ffe5/ffe9",'
+            '"codec":"hex","values":{"ON":"01","OFF":"00"},"mode":"read","interval":1.5,"writable":true,'
+            '"homeassistant":"switch","command_ttl":30}]}')
+    serial = ('{"name":"hm10 \\u2028\\u0085","address":"C0:FF:EE:00:00:02","transaction":7,"channels":[{"name":"serial",'
+              '"characteristic":"ffe1","codec":"text","writable":true,"delimiter":"\\r\\n","max_line":64}]}')
+    cases = [
+        (0, b"{}"), (0, b'{"transaction":"t-1"}'), (0, b""), (0, b"{"), (0, b"[1,2]"), (0, b'{"transaction":[]}'),
+        (1, lamp.encode()), (1, serial.encode()),
+        (1, b'{"name":"x","address":"C0:FF:EE:00:00:07","channels":[{"name":"c","characteristic":"2a19","codec":"hexx"}]}'),
+        (1, b'{"name":"taken","address":"C0:FF:EE:00:00:01","channels":[{"name":"c","characteristic":"2a19","codec":"hex","qos":"1"}]}'),
+        (2, b'{"name":"lamp"}'), (2, b'{"name":5}'),
+        (3, b'{"duration":3,"service":["180d","0000ffe0-0000-1000-8000-00805f9b34fb"]}'), (3, b'{"duration":61}'),
+        (4, b'{"address":"c0:ff:ee:00:00:01"}'), (5, b'{"transaction":1.5}'), (8, b'{"transaction":"x"}'),
+    ]
+    for verb, payload in cases:
+        write("FuzzBridgeRequest", bytes([verb]) + payload)
+
+
 if __name__ == "__main__":
     codecs()
     config()
     commands()
+    bridge_requests()

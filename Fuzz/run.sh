@@ -15,7 +15,7 @@ cd "$repo"
 mode="${1:-smoke}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(FuzzCodecs FuzzConfig FuzzCommands FuzzDBus)
+[ ${#targets[@]} -gt 0 ] || targets=(FuzzCodecs FuzzConfig FuzzCommands FuzzBridgeRequest FuzzDBus)
 scratch="$repo/.build-fuzz"
 bin="$scratch/release"
 

@@ -6,13 +6,22 @@ public struct BridgeConfig: Sendable, Equatable {
     public var bluetooth: BluetoothSettings
     public var homeassistant: HomeAssistantSettings
     public var devices: [DeviceConfig]
+    /// `state_dir`: where the bridge API saves devices (`devices.d/<name>.yaml`, SPEC §7).
+    public var stateDir: String
+    /// `bridge_api`: whether `B/bridge/request/#` is served.
+    public var bridgeAPI: Bool
+
+    public static let defaultStateDir = "/var/lib/gattbridge"
 
     public init(mqtt: MQTTSettings = MQTTSettings(), bluetooth: BluetoothSettings = BluetoothSettings(),
-                homeassistant: HomeAssistantSettings = HomeAssistantSettings(), devices: [DeviceConfig] = []) {
+                homeassistant: HomeAssistantSettings = HomeAssistantSettings(), devices: [DeviceConfig] = [],
+                stateDir: String = BridgeConfig.defaultStateDir, bridgeAPI: Bool = true) {
         self.mqtt = mqtt
         self.bluetooth = bluetooth
         self.homeassistant = homeassistant
         self.devices = devices
+        self.stateDir = stateDir
+        self.bridgeAPI = bridgeAPI
     }
 }
 

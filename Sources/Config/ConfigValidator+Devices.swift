@@ -11,57 +11,65 @@ extension ConfigValidator {
             report(node, "devices must be a list of devices, got \(node.kindDescription)")
             return []
         }
-        var devices: [DeviceConfig] = []
-        var levels: [String: (name: String, node: YAMLNode)] = [:]
-        var addresses: [BluetoothAddress: (name: String, node: YAMLNode)] = [:]
-        for (index, item) in items.enumerated() {
-            var context = peekName(item).map { "device \"\($0)\"" } ?? "device #\(index + 1)"
-            guard let fields = fields(of: item, allowed: Self.deviceKeys, context: context) else { continue }
-            requireKeys(Self.deviceKeys, in: fields, context: context)
+        var registry = DeviceRegistry()
+        return items.enumerated().compactMap { index, item in
+            device(item, index: index, registry: &registry, source: DeviceSource(kind: .config, file: file, line: item.line))
+        }
+    }
 
-            var name: String?
-            if let value = fields["name"], let text = nonEmptyString(value, key: "name", context: context) {
-                context = "device \"\(text)\""
-                name = text
-                let level = sanitizeTopicLevel(text)
-                if level.isEmpty {
-                    report(value, "device name \"\(text)\" is empty as an MQTT topic level")
-                    name = nil
-                } else if Self.reservedDeviceLevels.contains(level) {
-                    report(value, "device name \"\(text)\" is reserved (the bridge publishes its own state under it)")
-                    name = nil
-                } else if let first = levels[level] {
-                    let same = first.name == text ? "" : " (both are \"\(level)\" as a topic level)"
-                    report(value, "duplicate device name \"\(text)\"\(same); first used by device \"\(first.name)\" at \(first.node.line):\(first.node.column)")
-                    name = nil
-                } else {
-                    levels[level] = (text, value)
-                }
-            }
+    /// One device object (an entry of `devices:`, a drop-in file, or a `device/add` request); names and addresses
+    /// are checked against `registry` and added to it. nil when anything about it is wrong (every problem is
+    /// reported).
+    mutating func device(_ item: YAMLNode, index: Int, registry: inout DeviceRegistry,
+                         source: DeviceSource) -> DeviceConfig? {
+        var context = peekName(item).map { "device \"\($0)\"" } ?? "device #\(index + 1)"
+        guard let fields = fields(of: item, allowed: Self.deviceKeys, context: context) else { return nil }
+        requireKeys(Self.deviceKeys, in: fields, context: context)
 
-            var address: BluetoothAddress?
-            if let value = fields["address"], let text = string(value, key: "address", context: context) {
-                if let parsed = BluetoothAddress(text) {
-                    if let first = addresses[parsed] {
-                        report(value, "duplicate address \(parsed) in \(context); already used by device \"\(first.name)\" at \(first.node.line):\(first.node.column)")
-                    } else {
-                        addresses[parsed] = (name ?? context, value)
-                        address = parsed
-                    }
-                } else {
-                    report(value, "address in \(context) must be a Bluetooth address like \"AA:BB:CC:DD:EE:FF\", got \"\(text)\"")
-                }
-            }
-
-            var channels: [ChannelConfig] = []
-            if let value = fields["channels"] {
-                channels = self.channels(value, device: name.map { "device \"\($0)\"" } ?? context, deviceContext: context)
-            }
-            if let name, let address, !channels.isEmpty {
-                devices.append(DeviceConfig(name: name, address: address, channels: channels))
+        var name: String?
+        if let value = fields["name"], let text = nonEmptyString(value, key: "name", context: context) {
+            context = "device \"\(text)\""
+            name = text
+            let level = sanitizeTopicLevel(text)
+            if level.isEmpty {
+                report(value, "device name \"\(text)\" is empty as an MQTT topic level")
+                name = nil
+            } else if Self.reservedDeviceLevels.contains(level) {
+                report(value, "device name \"\(text)\" is reserved (the bridge publishes its own state under it)")
+                name = nil
+            } else if let first = registry.levels[level] {
+                let same = first.name == text ? "" : " (both are \"\(level)\" as a topic level)"
+                report(value, "duplicate device name \"\(text)\"\(same); first used by device \"\(first.name)\" at \(first.position)")
+                name = nil
             }
         }
-        return devices
+
+        var address: BluetoothAddress?
+        if let value = fields["address"], let text = string(value, key: "address", context: context) {
+            if let parsed = BluetoothAddress(text) {
+                if let first = registry.addresses[parsed] {
+                    report(value, "duplicate address \(parsed) in \(context); already used by device \"\(first.name)\" at \(first.position)")
+                } else {
+                    address = parsed
+                }
+            } else {
+                report(value, "address in \(context) must be a Bluetooth address like \"AA:BB:CC:DD:EE:FF\", got \"\(text)\"")
+            }
+        }
+        // Registered even when the rest of the device is invalid, so a later duplicate is still reported.
+        if let name, let value = fields["name"] {
+            registry.levels[sanitizeTopicLevel(name)] = (name, registry.position(of: value, in: file))
+        }
+        if let address, let value = fields["address"] {
+            registry.addresses[address] = (name ?? context, registry.position(of: value, in: file))
+        }
+
+        var channels: [ChannelConfig] = []
+        if let value = fields["channels"] {
+            channels = self.channels(value, device: name.map { "device \"\($0)\"" } ?? context, deviceContext: context)
+        }
+        guard let name, let address, !channels.isEmpty else { return nil }
+        return DeviceConfig(name: name, address: address, channels: channels, source: source)
     }
 
     private mutating func channels(_ node: YAMLNode, device: String, deviceContext: String) -> [ChannelConfig] {
@@ -91,9 +99,9 @@ extension ConfigValidator {
                 failed = true
             } else if let first = levels[level] {
                 if channel.topic == nil && first.name == channel.name {
-                    report(levelNode, "duplicate channel name \"\(channel.name)\" in \(deviceContext) (first at \(first.node.line):\(first.node.column))")
+                    report(levelNode, "duplicate channel name \"\(channel.name)\" in \(deviceContext) (first at \(first.node.position))")
                 } else {
-                    report(levelNode, "channel \"\(channel.name)\" in \(deviceContext) has the same topic level \"\(level)\" as channel \"\(first.name)\" at \(first.node.line):\(first.node.column)")
+                    report(levelNode, "channel \"\(channel.name)\" in \(deviceContext) has the same topic level \"\(level)\" as channel \"\(first.name)\" at \(first.node.position)")
                 }
                 failed = true
             } else {
@@ -102,5 +110,31 @@ extension ConfigValidator {
             }
         }
         return failed ? [] : channels
+    }
+}
+
+/// The device names (as topic levels) and addresses taken so far, across the main file, its drop-ins and the running
+/// config, with where each was first defined for the duplicate message.
+struct DeviceRegistry {
+    var levels: [String: (name: String, position: String)] = [:]
+    var addresses: [BluetoothAddress: (name: String, position: String)] = [:]
+    /// Positions read `FILE:LINE:COLUMN` rather than `LINE:COLUMN`: set when devices of several files meet.
+    var qualified = false
+
+    init() {}
+
+    /// Seeds the registry with devices already validated (another file, or the running config).
+    init(devices: [DeviceConfig]) {
+        qualified = true
+        for device in devices {
+            let position = device.source.line > 0 ? "\(device.source.file):\(device.source.line)" : device.source.file
+            levels[device.topicLevel] = (device.name, position)
+            addresses[device.address] = (device.name, position)
+        }
+    }
+
+    func position(of node: YAMLNode, in file: String) -> String {
+        if node.path != nil { return node.position }
+        return qualified ? "\(file):\(node.position)" : node.position
     }
 }

@@ -4,6 +4,8 @@ struct MappingFields {
     /// Where the mapping starts, for "missing key" errors.
     let line: Int
     let column: Int
+    /// The mapping's JSON path when it came from JSON.
+    var path: String? = nil
 
     subscript(key: String) -> YAMLNode? { pairs[key]?.value }
 
@@ -14,7 +16,7 @@ extension ConfigValidator {
     /// Checks that `node` is a mapping with scalar, unique, known keys; reports every violation. A null node
     /// (`mqtt:` with nothing after it) is an empty mapping. Returns nil when `node` is not a mapping.
     mutating func fields(of node: YAMLNode, allowed: [String], context: String) -> MappingFields? {
-        var fields = MappingFields(line: node.line, column: node.column)
+        var fields = MappingFields(line: node.line, column: node.column, path: node.path)
         if node.isNull { return fields }
         guard case .mapping(let pairs) = node.content else {
             report(node, "\(context) must be a mapping of keys to values, got \(node.kindDescription)")
@@ -27,7 +29,7 @@ extension ConfigValidator {
                 continue
             }
             if let first = seen[key] {
-                report(pair.key, "duplicate key \"\(key)\" in \(context) (first at \(first.line):\(first.column))")
+                report(pair.key, "duplicate key \"\(key)\" in \(context) (first at \(first.position))")
                 continue
             }
             seen[key] = pair.key
@@ -58,7 +60,7 @@ extension ConfigValidator {
 
     mutating func requireKeys(_ keys: [String], in fields: MappingFields, context: String) {
         for key in keys where fields[key] == nil {
-            report(line: fields.line, column: fields.column, "\(context) is missing required key \"\(key)\"")
+            report(line: fields.line, column: fields.column, path: fields.path, "\(context) is missing required key \"\(key)\"")
         }
     }
 }

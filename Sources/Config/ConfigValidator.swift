@@ -9,23 +9,24 @@ struct ConfigValidator {
     }
 
     mutating func report(_ node: YAMLNode, _ message: String) {
-        report(line: node.line, column: node.column, message)
+        report(line: node.line, column: node.column, path: node.path, message)
     }
 
-    mutating func report(line: Int, column: Int, _ message: String) {
-        issues.append(ConfigIssue(file: file, line: line, column: column, message: message))
+    mutating func report(line: Int, column: Int, path: String? = nil, _ message: String) {
+        issues.append(ConfigIssue(file: file, line: line, column: column, message: message, path: path))
     }
 
     /// The whole document. An empty file is an empty mapping: every section has defaults.
     mutating func validate(_ root: YAMLNode?) -> BridgeConfig {
         var config = BridgeConfig()
         guard let root, !root.isNull else { return config }
-        guard let fields = fields(of: root, allowed: ["mqtt", "bluetooth", "homeassistant", "devices"],
+        guard let fields = fields(of: root, allowed: ["mqtt", "bluetooth", "homeassistant", "devices"] + Self.bridgeKeys,
                                   context: "the top level") else { return config }
         if let node = fields["mqtt"] { config.mqtt = mqtt(node) }
         if let node = fields["bluetooth"] { config.bluetooth = bluetooth(node) }
         if let node = fields["homeassistant"] { config.homeassistant = homeassistant(node) }
         if let node = fields["devices"] { config.devices = devices(node) }
+        bridgeSettings(fields, into: &config)
         return config
     }
 

@@ -5,13 +5,41 @@ public struct DeviceConfig: Sendable, Equatable {
     public var name: String
     public var address: BluetoothAddress
     public var channels: [ChannelConfig]
+    /// Where the device is defined, so `device/remove` can refuse devices of the main config file.
+    public var source: DeviceSource
 
-    public init(name: String, address: BluetoothAddress, channels: [ChannelConfig]) {
+    public init(name: String, address: BluetoothAddress, channels: [ChannelConfig],
+                source: DeviceSource = DeviceSource(kind: .config, file: "", line: 0)) {
         self.name = name
         self.address = address
         self.channels = channels
+        self.source = source
+    }
+
+    /// Ignores `source`: a device whose entry moved (a comment added above it) has not changed, and a reload must
+    /// not interrupt it.
+    public static func == (lhs: DeviceConfig, rhs: DeviceConfig) -> Bool {
+        lhs.name == rhs.name && lhs.address == rhs.address && lhs.channels == rhs.channels
     }
 
     /// The device's MQTT topic level (`D` in SPEC §4).
     public var topicLevel: String { sanitizeTopicLevel(name) }
+}
+
+/// Where a device is defined: the main config file (`config`) or a drop-in of the bridge API (`api`).
+public struct DeviceSource: Sendable, Equatable {
+    public enum Kind: String, Sendable {
+        case config, api
+    }
+
+    public var kind: Kind
+    public var file: String
+    /// Where the device's entry starts (1-based); 0 when unknown.
+    public var line: Int
+
+    public init(kind: Kind, file: String, line: Int) {
+        self.kind = kind
+        self.file = file
+        self.line = line
+    }
 }

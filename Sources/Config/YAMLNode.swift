@@ -21,6 +21,12 @@ struct YAMLNode: Sendable {
     var content: Content
     var line: Int
     var column: Int
+    /// Set for nodes converted from JSON (a `device/add` request): the JSON path (`channels[0].codec`) errors name
+    /// instead of a line and column.
+    var path: String? = nil
+
+    /// Where the node is, for messages that point at an earlier node ("first at …").
+    var position: String { path.map { $0.isEmpty ? "the top level" : $0 } ?? "\(line):\(column)" }
 
     /// YAML 1.2 core-schema null: `~`, `null` or nothing at all, unquoted.
     var isNull: Bool {

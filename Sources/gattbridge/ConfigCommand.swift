@@ -12,7 +12,7 @@ struct ConfigCommand: ParsableCommand {
 struct ConfigCheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
-        abstract: "Validate a config: prints ok (exit 0), or every error as FILE:LINE:COLUMN: message on stderr (exit 78).",
+        abstract: "Validate a config and its drop-ins (<state_dir>/devices.d/*.yaml): prints ok (exit 0), or every error as FILE:LINE:COLUMN: message on stderr (exit 78).",
         discussion: "Settings that weaken security (tls.insecure, credentials sent without TLS, a password_file others can read) are warned about on stderr; the config is still ok."
     )
 
@@ -25,7 +25,9 @@ struct ConfigCheckCommand: ParsableCommand {
     func run() throws {
         let loaded: BridgeConfig
         do throws(ConfigErrors) {
-            loaded = try ConfigLoader.load(path: config)
+            let withDropIns = try ConfigLoader.loadWithDropIns(path: config)
+            guard withDropIns.skipped.isEmpty else { throw ConfigErrors(issues: withDropIns.skipped) }
+            loaded = withDropIns.config
         } catch {
             Terminal.err(error.issues.map { "\($0)\n" }.joined())
             throw ExitCode(ExitStatus.configError)

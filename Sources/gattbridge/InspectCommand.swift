@@ -1,3 +1,4 @@
+import Bridge
 import ArgumentParser
 import BlueZ
 import Bluetooth
@@ -29,7 +30,8 @@ struct InspectCommand: AsyncParsableCommand {
         do throws(CLIFailure) {
             let report = try await Interruption.run { () async throws(CLIFailure) -> GattReport in
                 let connected = try await session.connect(address, timeout: timeout)
-                let report = await GattReport.read(connected, client: session.client)
+                let report = await GattReport.read(info: connected.info, tree: connected.tree, client: session.client,
+                                                   describe: ExitStatus.describe)
                 await session.release(connected)
                 return report
             }.value
@@ -42,45 +44,8 @@ struct InspectCommand: AsyncParsableCommand {
     }
 }
 
-/// A device's GATT tree with the values read from it, rendered as text or JSON.
-struct GattReport: Sendable {
-    struct Characteristic: Sendable {
-        var info: GattCharacteristicInfo
-        var descriptors: [GattDescriptorInfo]
-        var value: [UInt8]?
-        var error: String?
-    }
-
-    struct Service: Sendable {
-        var info: GattServiceInfo
-        var characteristics: [Characteristic]
-    }
-
-    var address: BluetoothAddress
-    var name: String?
-    var services: [Service]
-
-    /// Reads every readable characteristic; a failed read is kept as an error line, not fatal.
-    static func read(_ device: BlueZSession.ConnectedDevice, client: BlueZClient) async -> GattReport {
-        var services: [Service] = []
-        for service in device.tree.services {
-            var characteristics: [Characteristic] = []
-            for characteristic in service.characteristics {
-                var entry = Characteristic(info: characteristic.info, descriptors: characteristic.descriptors)
-                if characteristic.info.canRead {
-                    do {
-                        entry.value = try await client.readValue(characteristic: characteristic.info.path)
-                    } catch {
-                        entry.error = ExitStatus.describe(error)
-                    }
-                }
-                characteristics.append(entry)
-            }
-            services.append(Service(info: service.info, characteristics: characteristics))
-        }
-        return GattReport(address: device.info.address, name: device.info.name, services: services)
-    }
-
+extension GattReport {
+    /// The tree for people (`inspect` without `--json`).
     var text: String {
         var lines = [name.map { "\(address) \(ValuePresentation.quoted($0))" } ?? address.description]
         for service in services {
@@ -100,38 +65,5 @@ struct GattReport: Sendable {
             }
         }
         return lines.joined(separator: "\n") + "\n"
-    }
-
-    var json: JSONValue {
-        .object([
-            ("address", .string(address.description)),
-            ("name", name.map(JSONValue.string) ?? .null),
-            ("services", .array(services.map { service in
-                .object([
-                    ("uuid", .string(service.info.uuid.uuidString)),
-                    ("name", service.info.uuid.sigName.map(JSONValue.string) ?? .null),
-                    ("primary", .bool(service.info.primary)),
-                    ("characteristics", .array(service.characteristics.map(Self.json))),
-                ])
-            })),
-        ])
-    }
-
-    private static func json(_ characteristic: Characteristic) -> JSONValue {
-        var members: [(String, JSONValue)] = [
-            ("uuid", .string(characteristic.info.uuid.uuidString)),
-            ("name", characteristic.info.uuid.sigName.map(JSONValue.string) ?? .null),
-            ("properties", .array(characteristic.info.flags.map(JSONValue.string))),
-            ("value", characteristic.value.map { ValuePresentation.decoded($0, uuid: characteristic.info.uuid) } ?? .null),
-            ("value_hex", characteristic.value.map { .string(ValuePresentation.hex($0)) } ?? .null),
-        ]
-        if let error = characteristic.error { members.append(("error", .string(error))) }
-        members.append(("descriptors", .array(characteristic.descriptors.map { descriptor in
-            .object([
-                ("uuid", .string(descriptor.uuid.uuidString)),
-                ("name", descriptor.uuid.sigName.map(JSONValue.string) ?? .null),
-            ])
-        })))
-        return .object(members)
     }
 }

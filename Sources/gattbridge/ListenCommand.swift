@@ -1,3 +1,4 @@
+import Bridge
 import ArgumentParser
 import BlueZ
 import Codecs

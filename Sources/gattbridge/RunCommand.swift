@@ -26,7 +26,10 @@ struct RunCommand: AsyncParsableCommand {
 
         let bridgeConfig: BridgeConfig
         do throws(ConfigErrors) {
-            bridgeConfig = try ConfigLoader.load(path: config)
+            let loaded = try ConfigLoader.loadWithDropIns(path: config)
+            bridgeConfig = loaded.config
+            // A broken drop-in costs its own device only (SPEC §7).
+            for issue in loaded.skipped { logger.error("\(issue); device skipped") }
         } catch {
             Terminal.err(error.issues.map { "\($0)\n" }.joined())
             throw ExitCode(ExitStatus.configError)

@@ -53,6 +53,7 @@ public actor BridgeCore {
     /// devices run independently: one that never shows up delays nobody.
     public func run() async {
         let requests = host.requestStream
+        host.core.set(self)
         await withDiscardingTaskGroup { group in
             for (feature, events, context) in features {
                 group.addTask { await feature.run(events, context) }
@@ -246,8 +247,11 @@ public actor BridgeCore {
                                              replies: Self.replies(of: message))))
     }
 
+    /// An MQTT 5 request/response command: the result goes to its Response Topic (SPEC §7). A topic the broker
+    /// would refuse (wildcards, NUL, empty) gets no reply.
     static func replies(of message: MQTTMessage) -> [ReplyTarget] {
-        []
+        guard let topic = message.responseTopic, BridgeAPIFeature.isPublishable(topic) else { return [] }
+        return [ReplyTarget(topic: topic, correlationData: message.correlationData)]
     }
 
     /// A characteristic value is at most 512 bytes; a text command is written in MTU-sized chunks, one GATT

@@ -20,6 +20,8 @@ final class FeatureHost: Sendable {
     let link: any BrokerLink
     let requests: AsyncStream<CoreRequest>.Continuation
     let requestStream: AsyncStream<CoreRequest>
+    /// The core, for features that change the device list (the bridge API).
+    let core = CoreReference()
     private struct State {
         var outlets: [AsyncStream<CoreEvent>.Continuation] = []
         var filters: [(filter: String, feature: Int)] = []

@@ -63,6 +63,9 @@ public struct BridgeDaemon: Sendable {
         let features: [any BridgeFeature] = [
             DeviceTopicFeature.availability, DeviceTopicFeature.rssi, EventLogFeature(logger: logger),
             HomeAssistantFeature(version: version, logger: logger),
+            BridgeAPIFeature(version: version, started: .now, bluez: bluez, link: link, discovery: discovery,
+                             logger: logger),
+            CommandReplyFeature(),
         ]
         let core = BridgeCore(config: config, bluez: bluez, link: link, discovery: discovery, features: features,
                               logger: logger, statusChanged: statusChanged)

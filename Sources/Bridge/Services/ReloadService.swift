@@ -25,7 +25,10 @@ struct ReloadService: Service {
         logger.notice("reloading \(configPath)")
         let new: BridgeConfig
         do {
-            new = try ConfigLoader.load(path: configPath)
+            let loaded = try ConfigLoader.loadWithDropIns(path: configPath)
+            // A broken drop-in costs its own device only (SPEC §7).
+            for issue in loaded.skipped { logger.error("\(issue); device skipped") }
+            new = loaded.config
         } catch {
             for issue in error.issues { logger.error("\(issue)") }
             logger.error("reload failed; keeping the running config")

@@ -2,12 +2,12 @@ import Bluetooth
 import Codecs
 
 /// How `inspect` shows a characteristic value without being told a codec: by what the UUID is known to hold.
-enum ValuePresentation {
+public enum ValuePresentation {
     /// SIG characteristics that hold UTF-8 strings: Device Name, Model/Serial/Firmware/Hardware/Software revision,
     /// Manufacturer Name.
-    static let textCharacteristics: Set<UInt16> = [0x2A00, 0x2A24, 0x2A25, 0x2A26, 0x2A27, 0x2A28, 0x2A29]
+    public static let textCharacteristics: Set<UInt16> = [0x2A00, 0x2A24, 0x2A25, 0x2A26, 0x2A27, 0x2A28, 0x2A29]
 
-    static func defaultCodec(for uuid: BluetoothUUID) -> CodecKind {
+    public static func defaultCodec(for uuid: BluetoothUUID) -> CodecKind {
         switch uuid.uint16 {
         case 0x2A19: .batteryLevel
         case 0x2A37: .heartRateMeasurement
@@ -18,7 +18,7 @@ enum ValuePresentation {
 
     /// The value for people (`inspect` text output): text quoted, numbers and JSON as the codec prints them,
     /// anything undecodable as hex.
-    static func display(_ bytes: [UInt8], uuid: BluetoothUUID) -> String {
+    public static func display(_ bytes: [UInt8], uuid: BluetoothUUID) -> String {
         switch decoded(bytes, uuid: uuid) {
         case .string(let text) where defaultCodec(for: uuid) == .text: quoted(text)
         case .string(let text): text
@@ -28,7 +28,7 @@ enum ValuePresentation {
 
     /// The value as JSON (`inspect --json`): a string for text and hex, a number for battery level, an object
     /// for a heart-rate measurement; hex when the default codec rejects the bytes.
-    static func decoded(_ bytes: [UInt8], uuid: BluetoothUUID) -> JSONValue {
+    public static func decoded(_ bytes: [UInt8], uuid: BluetoothUUID) -> JSONValue {
         let hex = Self.hex(bytes)
         guard let codec = try? Codec(defaultCodec(for: uuid)) else { return .string(hex) }
         switch codec.kind {
@@ -48,7 +48,7 @@ enum ValuePresentation {
 
     /// The text when the bytes are valid UTF-8 without control characters (a trailing NUL, common in device
     /// strings, is dropped).
-    static func printableText(_ bytes: [UInt8]) -> String? {
+    public static func printableText(_ bytes: [UInt8]) -> String? {
         var bytes = bytes[...]
         while bytes.last == 0 { bytes = bytes.dropLast() }
         guard let text = String(validating: bytes, as: UTF8.self) else { return nil }
@@ -57,7 +57,7 @@ enum ValuePresentation {
     }
 
     /// Lowercase hex without separators, the `hex` codec's format.
-    static func hex(_ bytes: [UInt8]) -> String {
+    public static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef")
         var out = ""
         out.reserveCapacity(bytes.count * 2)
@@ -68,7 +68,7 @@ enum ValuePresentation {
         return out
     }
 
-    static func quoted(_ text: String) -> String {
+    public static func quoted(_ text: String) -> String {
         JSONValue.string(text).serialized
     }
 }

@@ -3,31 +3,31 @@ import Bluetooth
 import Codecs
 
 /// The devices one scan has seen, and how they are shown: sorted by RSSI (strongest first, unknown last).
-struct ScanResults: Sendable {
-    let adapterPath: String
+public struct ScanResults: Sendable {
+    public let adapterPath: String
     /// Only devices advertising one of these (empty: all). BlueZ filters too, but not when another client's
     /// unfiltered discovery is running at the same time.
-    let services: [BluetoothUUID]
-    private(set) var devices: [String: DeviceInfo] = [:]
+    public let services: [BluetoothUUID]
+    public private(set) var devices: [String: DeviceInfo] = [:]
 
     /// Properties that change only when an advertisement arrives, so a change means "seen now".
-    static let advertisementProperties: Set<String> = [
+    public static let advertisementProperties: Set<String> = [
         "RSSI", "TxPower", "ManufacturerData", "ServiceData", "UUIDs", "Name", "AdvertisingFlags", "AdvertisingData",
     ]
 
-    init(adapterPath: String, services: [BluetoothUUID]) {
+    public init(adapterPath: String, services: [BluetoothUUID]) {
         self.adapterPath = adapterPath
         self.services = services
     }
 
     /// A device BlueZ already knew when the scan started counts only if it has a current RSSI (BlueZ drops RSSI
     /// when discovery ends, so an RSSI means another discovery is seeing it right now).
-    mutating func seed(_ device: DeviceInfo) {
+    public mutating func seed(_ device: DeviceInfo) {
         if device.rssi != nil { record(device) }
     }
 
     /// Returns true when what is shown changed.
-    mutating func apply(_ event: BlueZEvent) -> Bool {
+    public mutating func apply(_ event: BlueZEvent) -> Bool {
         switch event {
         case .deviceAdded(let device):
             return record(device)
@@ -57,7 +57,7 @@ struct ScanResults: Sendable {
         return old != device
     }
 
-    var sorted: [DeviceInfo] {
+    public var sorted: [DeviceInfo] {
         devices.values.sorted { a, b in
             switch (a.rssi, b.rssi) {
             case let (x?, y?) where x != y: x > y
@@ -70,7 +70,8 @@ struct ScanResults: Sendable {
 
     // MARK: Output
 
-    var json: JSONValue {
+    /// The `scan --json` array, also the `data` of the bridge API's `scan` (SPEC §1, §7).
+    public var json: JSONValue {
         .array(sorted.map { device in
             .object([
                 ("address", .string(device.address.description)),
@@ -80,14 +81,5 @@ struct ScanResults: Sendable {
                 ("services", .array(device.uuids.map { .string($0.uuidString) })),
             ])
         })
-    }
-
-    /// The table, one string per line (no trailing newlines).
-    var tableLines: [String] {
-        let rows = sorted.map { device in
-            [device.address.description, device.name ?? "-", device.rssi.map(String.init) ?? "-",
-             device.uuids.map(UUIDNames.labelled).joined(separator: ", ")]
-        }
-        return TextTable.render(header: ["ADDRESS", "NAME", "RSSI", "SERVICES"], rows: rows, rightAligned: [2])
     }
 }

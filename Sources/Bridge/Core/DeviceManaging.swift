@@ -1,0 +1,61 @@
+import Config
+import Synchronization
+
+/// A change of the running device list asked for by the bridge API (SPEC §7).
+public enum DeviceChange: Sendable {
+    /// Start a validated device (saved as a drop-in by the caller).
+    case add(DeviceConfig)
+    /// Stop a device added through the API and clear its retained topics.
+    case remove(name: String)
+}
+
+/// Why the core refused a `DeviceChange`; the description is the API's error message.
+public enum DeviceChangeError: Error, Sendable, Equatable, CustomStringConvertible {
+    case nameTaken(String)
+    case addressTaken(String, device: String)
+    case unknownDevice(String)
+    /// The device is defined in the main config file (file, line): only the file can change it.
+    case fromConfigFile(String, file: String, line: Int)
+
+    public var description: String {
+        switch self {
+        case .nameTaken(let name): "a device named \"\(name)\" already exists"
+        case .addressTaken(let address, let device): "address \(address) is already used by device \"\(device)\""
+        case .unknownDevice(let name): "no device named \"\(name)\""
+        case .fromConfigFile(let name, let file, let line):
+            "device \"\(name)\" is defined in \(file)\(line > 0 ? ":\(line)" : ""); remove it there"
+        }
+    }
+}
+
+/// What features may ask of the core beyond publishing: its config, and changes to the device list. The host holds
+/// it weakly, so a feature cannot keep the core alive.
+public protocol DeviceManaging: AnyObject, Sendable {
+    func currentConfig() async -> BridgeConfig
+    /// Applies the change like a reload (other devices keep running) and returns the device added or removed.
+    func updateDevices(_ change: DeviceChange) async -> Result<DeviceConfig, DeviceChangeError>
+}
+
+/// The core as the host knows it: set once the core runs.
+final class CoreReference: Sendable {
+    private struct Weak: @unchecked Sendable {
+        weak var value: (any DeviceManaging)?
+    }
+    private let state = Mutex(Weak())
+
+    var core: (any DeviceManaging)? { state.withLock { $0.value } }
+
+    func set(_ core: any DeviceManaging) { state.withLock { $0.value = core } }
+}
+
+extension FeatureContext {
+    /// The core's config; nil only when the core has gone.
+    public func currentConfig() async -> BridgeConfig? {
+        await host.core.core?.currentConfig()
+    }
+
+    /// Adds or removes a device (SPEC §7) through the core.
+    public func updateDevices(_ change: DeviceChange) async -> Result<DeviceConfig, DeviceChangeError>? {
+        await host.core.core?.updateDevices(change)
+    }
+}

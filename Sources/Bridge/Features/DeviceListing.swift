@@ -1,0 +1,33 @@
+import Codecs
+import Config
+
+/// What `B/bridge/devices` says about a device's link.
+enum DeviceLinkState: String, Sendable {
+    case online, offline, connecting
+}
+
+/// The `B/bridge/devices` array (SPEC §7), one element per configured device in config order.
+enum DeviceListing {
+    static func json(_ config: BridgeConfig, states: [String: DeviceLinkState], adapter: String) -> JSONValue {
+        .array(config.devices.map { device in
+            .object([
+                ("name", .string(device.name)),
+                ("address", .string(device.address.description)),
+                ("source", .string(device.source.kind.rawValue)),
+                ("adapter", .string(adapter)),
+                ("state", .string((states[device.name] ?? .connecting).rawValue)),
+                ("channels", .array(device.channels.map { channel in
+                    .object([
+                        ("name", .string(channel.name)),
+                        ("characteristic", .string(channel.service.map { "\($0)/\(channel.characteristic)" }
+                                                   ?? channel.characteristic.description)),
+                        ("codec", .string(channel.codecKind.rawValue)),
+                        // Not configured: decided at connect time from the characteristic's properties.
+                        ("mode", .string(channel.mode?.rawValue ?? "auto")),
+                        ("writable", .bool(channel.writable)),
+                    ])
+                })),
+            ])
+        })
+    }
+}
