@@ -32,7 +32,8 @@ enum SessionInput: Sendable {
 
     // Results of the session's own work.
     case machine(SessionEvent)
-    case adapterLooked(DeviceInfo?, adapterPath: String)
+    /// The device looked up on `adapter`; `sequence` tells the latest adapter fact from an overtaken one.
+    case adapterLooked(DeviceInfo?, adapter: AdapterInfo, sequence: UInt64)
     case foundIfStill(SessionGeneration)
     case resolved(GattTree, SessionGeneration)
     case subscribed([ActiveSubscription], SessionGeneration)

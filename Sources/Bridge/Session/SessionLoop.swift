@@ -19,6 +19,8 @@ struct SessionLoop {
 
     private(set) var isFinished = false
     private var adapterPath: String?
+    /// Counts adapter facts, so the lookup of an older one cannot apply after a newer one.
+    private var adapterSequence: UInt64 = 0
     /// Characteristics of the configured channels, found when services resolved (channel name → characteristic).
     private var resolved: [String: GattCharacteristicInfo] = [:]
     private var subscriptions: [ActiveSubscription] = []
@@ -69,13 +71,15 @@ struct SessionLoop {
             drive(event, &jobs)
         case .adapter(let adapter):
             adapterChanged(adapter, &jobs)
-        case .adapterLooked(let known, let path):
-            guard path == adapterPath else { break }
+        case .adapterLooked(let known, let adapter, let sequence):
+            // Lookups run concurrently; only the latest adapter fact counts (powered off then on must end on).
+            guard sequence == adapterSequence else { break }
             if let known {
                 drive(.deviceFound, &jobs)
                 // A device BlueZ already knows sends no DeviceAdded: its RSSI comes from here.
                 noteRSSI(known.rssi)
             }
+            drive(.adapterAvailable(powered: adapter.powered), &jobs)
         case .bluez(let available):
             drive(available ? .bluezAvailable : .bluezGone, &jobs)
         case .device(let event):
@@ -144,18 +148,18 @@ struct SessionLoop {
     }
 
     private mutating func adapterChanged(_ adapter: AdapterInfo?, _ jobs: inout [Job]) {
+        adapterSequence += 1
         guard let adapter else {
             adapterPath = nil
             drive(.adapterGone, &jobs)
             return
         }
         adapterPath = adapter.path
-        let gatt = env.gatt, inbox = self.inbox, address = config.address, path = adapter.path
-        // The lookup goes through the inbox so the device's presence is known before the power state is applied.
+        let gatt = env.gatt, inbox = self.inbox, address = config.address, sequence = adapterSequence
+        // The device's presence is looked up first, so it is known before the power state is applied.
         jobs.append {
-            let known = await gatt.device(address: address, adapter: path)
-            inbox.yield(.adapterLooked(known, adapterPath: path))
-            inbox.yield(.machine(.adapterAvailable(powered: adapter.powered)))
+            let known = await gatt.device(address: address, adapter: adapter.path)
+            inbox.yield(.adapterLooked(known, adapter: adapter, sequence: sequence))
         }
     }
 

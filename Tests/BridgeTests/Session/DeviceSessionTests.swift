@@ -141,6 +141,29 @@ import Testing
         }
     }
 
+    @Test func theLatestAdapterFactWinsWhenLookupsAnswerOutOfOrder() async throws {
+        let session = session(try device())
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await session.run() }
+            try await eventually("online") { recorder.availability.last == true }
+            let done = gatt.state.withLock { s in
+                s.lookupDelays = [.milliseconds(200), .zero]      // the "powered off" lookup answers last
+                return s.lookupsDone
+            }
+            func adapter(_ powered: Bool) -> AdapterInfo {
+                AdapterInfo(path: FakeGATT.adapterPath, properties: ["Powered": .bool(powered)])
+            }
+            session.send(.adapter(adapter(false)))
+            session.send(.adapter(adapter(true)))
+            try await eventually("both lookups answered") { gatt.state.withLock { $0.lookupsDone } >= done + 2 }
+            // Drained through the inbox: a command round trip after the lookups proves their results were handled.
+            session.send(command(try device(), "led", .set, "05"))
+            try await eventually("written") { gatt.state.withLock { $0.writes }.contains([5]) }
+            #expect(recorder.availability.last == true, "\(recorder.availability)")
+            await session.stop()
+        }
+    }
+
     @Test func getIsRejectedWhileOfflineAndReadsWholeValuesWhenOnline() async throws {
         let config = try device()
         let session = session(config)

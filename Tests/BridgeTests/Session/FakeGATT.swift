@@ -25,13 +25,19 @@ final class FakeGATT: GATTClient, Sendable {
         var value: [UInt8] = [0]
         /// Writes fail with notConnected after this many succeed (nil: never).
         var writesBeforeLinkLoss: Int?
+        /// Delays of the next device lookups, in order (BlueZ answering late).
+        var lookupDelays: [Duration] = []
+        var lookupsDone = 0
         var sinks: [@Sendable ([UInt8]) -> Void] = []
         var ends: [AsyncStream<[UInt8]>.Continuation] = []
     }
     let state = Mutex(State())
 
     func device(address: BluetoothAddress, adapter: String?) async -> DeviceInfo? {
-        DeviceInfo(path: Self.devicePath, properties: ["Address": .string(address.description),
+        let delay = state.withLock { $0.lookupDelays.isEmpty ? nil : $0.lookupDelays.removeFirst() }
+        if let delay { try? await Task.sleep(for: delay) }
+        defer { state.withLock { $0.lookupsDone += 1 } }
+        return DeviceInfo(path: Self.devicePath, properties: ["Address": .string(address.description),
                                                        "Adapter": .objectPath(Self.adapterPath)])
     }
 
