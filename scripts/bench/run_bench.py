@@ -7,7 +7,7 @@ mosquitto's are listed beside them. Latency is from the peripheral's send timest
 notification) to the receipt by a QoS 1 mosquitto_sub (C, timestamps with `%U`); the part the bridge adds is measured against a direct D-Bus client
 (scripts/bench/direct_reader.py) receiving the very same notifications, notification by notification.
 
-Then, with gattbridge stopped, the floor relay (bench/floor/relay.c: the same job in ~150 lines of C, one poll loop)
+Then, with gattbridge stopped, the floor relay (bench/floor/relay.c: the same job in one C file, one poll loop)
 runs the same latency and throughput measurements, measured by the same code, on twin peripherals (one relay per
 path: BlueZ allows one AcquireNotify per characteristic), and a side-by-side table gives gattbridge/floor ratios.
 
