@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import sys
@@ -262,7 +263,9 @@ def run_floor(world: World, runner: Runner, a: argparse.Namespace, rates: list[f
 
 def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
     """a/b, or None where it means nothing (no value, or a floor at or below zero: added latency can be)."""
-    return round(a / b, 2) if a is not None and b is not None and b > 0 and a == a and b == b else None
+    if a is None or b is None or math.isnan(a) or math.isnan(b) or b <= 0:
+        return None
+    return round(a / b, 2)
 
 
 def compare(r: dict) -> dict:
