@@ -171,18 +171,26 @@ test-deb: deb
 # The release build for measurements has a scratch path of its own, so it never fights a development build.
 BENCH_BUILD   := .build-release
 BENCH_BIN     := $(BENCH_BUILD)/release/gattbridge
+FLOOR_BIN     := $(BENCH_BUILD)/floor-relay
 BENCH_ARGS    ?=
 DURATION      ?= 600
 SOAK_ARGS     ?=
 
 .PHONY: bench-build bench soak fuzz fuzz-smoke
 
-bench-build: release-prep
+bench-build: release-prep $(FLOOR_BIN)
 	$(SWIFT) build $(RELEASE_FLAGS) -Xlinker -s --scratch-path $(BENCH_BUILD)
 
-# Table on stdout, JSON in .bench/latest.json. BENCH_ARGS=--quick for a short smoke run of the benchmark itself.
+# The floor relay gattbridge is measured against (bench/floor/relay.c; README "Performance").
+$(FLOOR_BIN): bench/floor/relay.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -Wall -Wextra -o $@ $< $$(pkg-config --cflags --libs dbus-1 libmosquitto)
+
+# Table on stdout, JSON in .bench/latest.json. BENCH_ARGS=--quick for a short smoke run of the benchmark itself;
+# BENCH_ARGS=--no-floor leaves out the floor relay.
 bench: setup bench-build
-	GATTBRIDGE_BIN=$(CURDIR)/$(BENCH_BIN) $(PYTHON) scripts/bench/run_bench.py $(BENCH_ARGS)
+	GATTBRIDGE_BIN=$(CURDIR)/$(BENCH_BIN) FLOOR_RELAY_BIN=$(CURDIR)/$(FLOOR_BIN) \
+		$(PYTHON) scripts/bench/run_bench.py $(BENCH_ARGS)
 
 # make soak DURATION=600 (seconds; SOAK_DURATION works too). Exit status 1 on a crash, a loss, an unrecovered fault
 # or growing RSS. Report on stdout, JSON in .bench/soak-latest.json.

@@ -25,12 +25,15 @@ sys.path.insert(0, str(HERE))
 from stamp_peripheral import CHARACTERISTIC, SERVICE, unstamp  # noqa: E402,F401
 
 RELEASE_BIN = REPO / ".build-release" / "release" / "gattbridge"
+FLOOR_RELAY_BIN = REPO / ".build-release" / "floor-relay"      # bench/floor/relay.c, built by `make bench-build`
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 FD_ADDRESS = "C0:FF:EE:00:02:01"       # stamp peripheral offering AcquireNotify (the fd path)
 SIG_ADDRESS = "C0:FF:EE:00:02:02"      # stamp peripheral without it (the StartNotify / signal path)
 REF_ADDRESS = "C0:FF:EE:00:02:03"      # fd-path twin the bridge does not manage: the direct reader's (bench only)
+FLOOR_FD_ADDRESS = "C0:FF:EE:00:02:04"     # the fd path's twin for the floor relay (bench only)
+FLOOR_SIG_ADDRESS = "C0:FF:EE:00:02:05"    # the signal path's twin for the floor relay (bench only)
 HM10_ADDRESS = "C0:FF:EE:00:00:02"     # the bench's HM-10: a third connected device, idle unless written to
 BASE = "bench"
 
@@ -40,6 +43,14 @@ def gattbridge_binary() -> Path:
     path = Path(os.environ.get("GATTBRIDGE_BIN") or RELEASE_BIN)
     if not path.exists():
         raise SystemExit(f"{path} missing: run `make bench` (it builds it) or set GATTBRIDGE_BIN")
+    return path
+
+
+def floor_relay_binary() -> Path:
+    """$FLOOR_RELAY_BIN, else where `make bench-build` puts bench/floor/relay.c."""
+    path = Path(os.environ.get("FLOOR_RELAY_BIN") or FLOOR_RELAY_BIN)
+    if not path.exists():
+        raise SystemExit(f"{path} missing: run `make bench` (it builds it) or set FLOOR_RELAY_BIN")
     return path
 
 
@@ -246,9 +257,11 @@ MOSQUITTO_EXTRA = "max_queued_messages 0\nmax_inflight_messages 0\nmax_queued_by
 
 
 class World:
-    """Private bus + patched BlueZoo + mosquitto + the three peripherals + a subscriber on `bench/#`."""
+    """Private bus + patched BlueZoo + mosquitto + the three peripherals + a subscriber on `bench/#`; with
+    `reference`, the direct reader's fd-path twin; with `floor`, the floor relay's twins of the fd and signal
+    peripherals (the relay cannot share them: one AcquireNotify per characteristic)."""
 
-    def __init__(self, workdir: Optional[Path] = None, reference: bool = False):
+    def __init__(self, workdir: Optional[Path] = None, reference: bool = False, floor: bool = False):
         self.bench = Bench(workdir=workdir)
         try:
             self.broker: Mosquitto = self.bench.mosquitto(extra_config=MOSQUITTO_EXTRA)
@@ -256,6 +269,9 @@ class World:
             self.sig = stamp_peripheral(self.bench, SIG_ADDRESS, "Stamp SIG", acquire_notify=False)
             self.hm10 = self.bench.peripheral("hm10", HM10_ADDRESS)
             self.ref = stamp_peripheral(self.bench, REF_ADDRESS, "Stamp REF", acquire_notify=True) if reference else None
+            self.floor_fd = stamp_peripheral(self.bench, FLOOR_FD_ADDRESS, "Floor FD", acquire_notify=True) if floor else None
+            self.floor_sig = (stamp_peripheral(self.bench, FLOOR_SIG_ADDRESS, "Floor SIG", acquire_notify=False)
+                              if floor else None)
             self.mqtt: MqttClient = self.bench.mqtt_client(self.broker, topics=[f"{BASE}/#"])
             self.config = write_config(self.bench.workdir / "config.yaml", self.broker.port)
         except BaseException:
@@ -270,10 +286,13 @@ class World:
         for d in devices:
             self.mqtt.wait_for(f"{BASE}/{d}/availability", "online", timeout, since)
 
-    def pids(self, gattbridge: Process) -> dict[str, Optional[int]]:
-        return {"gattbridge": gattbridge.pid, "bluezoo": self.bench.bluez.process.pid,
-                "mosquitto": self.broker.process.pid, "peripheral_fd": self.fd.process.pid,
-                "peripheral_sig": self.sig.process.pid}
+    def pids(self, gattbridge: Process, name: str = "gattbridge", fd: Optional[Peripheral] = None,
+             sig: Optional[Peripheral] = None) -> dict[str, Optional[int]]:
+        """The measured process (`gattbridge`, or another `name`) and, for context, the bench's own processes (the
+        fd/signal peripherals: `fd`/`sig` when the measured process reads twins)."""
+        return {name: gattbridge.pid, "bluezoo": self.bench.bluez.process.pid,
+                "mosquitto": self.broker.process.pid, "peripheral_fd": (fd or self.fd).process.pid,
+                "peripheral_sig": (sig or self.sig).process.pid}
 
     def close(self) -> None:
         self.bench.close()

@@ -7,7 +7,8 @@ Prints {"event":"ready"} once subscribed; on SIGTERM writes "burst seq send_ns r
 The fd path reads the AcquireNotify socket with blocking recv() on the main thread (what the bridge's event loop does
 with poll + read); the signal path timestamps PropertiesChanged(Value) in sdbus's callback. BlueZ (and the bench)
 allow one AcquireNotify per characteristic, so on the fd path this reads a reference peripheral of its own (connected
-here if needed) sending the same burst at the same time; on the signal path it shares the bridge's characteristic.
+here if needed) sending the same burst at the same time; on the signal path it shares the characteristic of the
+bridge (or of the floor relay) it is measured against.
 """
 
 from __future__ import annotations

@@ -7,24 +7,34 @@ mosquitto's are listed beside them. Latency is from the peripheral's send timest
 notification) to the receipt by a QoS 1 mosquitto_sub (C, timestamps with `%U`); the part the bridge adds is measured against a direct D-Bus client
 (scripts/bench/direct_reader.py) receiving the very same notifications, notification by notification.
 
+Then, with gattbridge stopped, the floor relay (bench/floor/relay.c: the same job in one C file, one poll loop)
+runs the same latency and throughput measurements, measured by the same code, on twin peripherals (one relay per
+path: BlueZ allows one AcquireNotify per characteristic), and a side-by-side table gives gattbridge/floor ratios.
+
     .venv/bin/python scripts/bench/run_bench.py [--quick] [--idle-seconds 60] [--step-seconds 5] [--rates 1000,2000]
+                                                [--no-floor]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (BASE, REPO, CpuMeter, StampSubscriber, World, gattbridge_binary, machine, percentile,  # noqa: E402
-                    sample, save_results)
+from common import (BASE, CHARACTERISTIC, FLOOR_FD_ADDRESS, FLOOR_SIG_ADDRESS, REPO, CpuMeter,  # noqa: E402
+                    StampSubscriber, World, floor_relay_binary, gattbridge_binary, machine, percentile, sample,
+                    save_results)
 from bench.bench import Process  # noqa: E402
 
 # Peers measured on this kind of bench (issue text): ble2mqtt (Python + bleak) 30.6 MB RSS and 5.9 % of a core at
@@ -71,30 +81,39 @@ class PeakSampler:
             self._stop.wait(0.25)
 
 
+@dataclass
+class Subject:
+    """The process a burst measures (gattbridge, or a floor relay), the peripherals it reads per path, and the topic
+    its values arrive on per path. Results carry its `name` as a key prefix (`gattbridge_…`, `floor_…`)."""
+    name: str
+    process: Process
+    peripherals: dict[str, object]
+    topics: dict[str, str]
+
+
 class Runner:
-    def __init__(self, world: World, gattbridge: Process):
+    def __init__(self, world: World):
         self.world = world
         self.stamps = StampSubscriber(world.bench, world.broker.port)
-        self.gb = gattbridge
         self.burst_id = 0
 
-    def peripheral(self, path: str):
-        return self.world.fd if path == "fd" else self.world.sig
-
-    def run_burst(self, path: str, rate: float, count: int, twin=None) -> dict:
-        """One burst of `count` notifications at `rate`, through the bridge to the subscriber (and, with `twin`, the
+    def run_burst(self, subject: Subject, path: str, rate: float, count: int, twin=None) -> dict:
+        """One burst of `count` notifications at `rate`, through `subject` to the subscriber (and, with `twin`, the
         same burst id from that peripheral at the same time)."""
         self.burst_id += 1
         bid = self.burst_id
-        p = self.peripheral(path)
-        topic = f"{BASE}/{path}/stamp"
+        p = subject.peripherals[path]
+        topic = subject.topics[path]
+        name = subject.name
         start_index = len(self.stamps.poll())
 
         def arrived() -> list[tuple[int, int, int]]:
             return [(seq, sent, recv) for t, b, seq, sent, recv in self.stamps.poll()[start_index:]
                     if t == topic and b == bid]
-        meter = CpuMeter(self.world.pids(self.gb)).start()
-        with PeakSampler(self.gb.pid) as peak:
+        meter = CpuMeter(self.world.pids(subject.process, name, subject.peripherals["fd"],
+                                         subject.peripherals["sig"])).start()
+        before = sample(subject.process.pid)
+        with PeakSampler(subject.process.pid) as peak:
             if twin is not None:
                 twin.burst(bid, rate, count)
             since = p.burst(bid, rate, count)
@@ -111,6 +130,7 @@ class Runner:
                     break
                 time.sleep(0.05)
         meter.stop()
+        after = sample(subject.process.pid)
         received = arrived()
         seqs = [r[0] for r in received]
         unique = set(seqs)
@@ -118,8 +138,9 @@ class Runner:
         sent_times = [r[1] for r in received]
         recv_times = [r[2] for r in received]
         span = (max(recv_times) - min(sent_times)) / 1e9 if received else float("nan")
-        gb_cpu = meter.used.get("gattbridge", 0.0)
+        cpu = meter.used.get(name, 0.0)
         return {
+            "subject": name,
             "path": path, "rate_requested": rate, "count": count, "burst_id": bid,
             "send_seconds": done.get("seconds"), "send_rate": round(count / done["seconds"], 1) if done.get("seconds") else None,
             "received": len(received), "lost": count - len(unique), "duplicates": len(seqs) - len(unique),
@@ -130,17 +151,18 @@ class Runner:
                            "max": round(max(((r - s) / 1e6 for _, s, r in received), default=float("nan")), 3)},
             "cpu_seconds": {k: round(v, 3) for k, v in meter.used.items()},
             "cpu_percent": {k: round(meter.percent(k), 2) for k in meter.used},
-            "gattbridge_cpu_ms_per_1000": round(gb_cpu / max(1, len(unique)) * 1e6, 2),
-            "gattbridge_cpu_us_per_notification": round(gb_cpu / max(1, len(unique)) * 1e6, 2),
-            "gattbridge_peak_rss_kb": peak.rss_kb, "gattbridge_peak_pss_kb": peak.pss_kb,
+            f"{name}_cpu_ms_per_1000": round(cpu / max(1, len(unique)) * 1e6, 2),
+            f"{name}_cpu_us_per_notification": round(cpu / max(1, len(unique)) * 1e6, 2),
+            f"{name}_switches_per_notification": round((after.switches - before.switches) / max(1, len(unique)), 3),
+            f"{name}_peak_rss_kb": peak.rss_kb, f"{name}_peak_pss_kb": peak.pss_kb,
             "_received": received,
         }
 
-    def latency(self, path: str, rate: float, seconds: float) -> dict:
+    def latency(self, subject: Subject, path: str, rate: float, seconds: float) -> dict:
         """A burst with a direct D-Bus client reading the same notifications: the bridge's share of the latency."""
-        out = self.world.bench.workdir / f"direct-{path}-{int(rate)}.txt"
+        out = self.world.bench.workdir / f"direct-{subject.name}-{path}-{int(rate)}.txt"
         twin = self.world.ref if path == "fd" else None
-        address = (twin or self.peripheral(path)).address
+        address = (twin or subject.peripherals[path]).address
         reader = Process([sys.executable, str(Path(__file__).resolve().parent / "direct_reader.py"),
                           address, path, str(out)], f"direct-{path}",
                          env=self.world.bench.env, cwd=REPO, log_dir=self.world.bench.log_dir).start()
@@ -150,7 +172,7 @@ class Runner:
         except TimeoutError:
             raise RuntimeError(f"direct reader did not start: {reader.stderr[-3000:]}") from None
         time.sleep(0.5)
-        result = self.run_burst(path, rate, int(rate * seconds), twin)
+        result = self.run_burst(subject, path, rate, int(rate * seconds), twin)
         reader.signal(signal.SIGTERM)
         reader.wait(10)
         direct = {}
@@ -178,6 +200,102 @@ class Runner:
         return result
 
 
+def throughput(runner: Runner, subject: Subject, path: str, rates: list[float], step_seconds: float) -> dict:
+    """Steps up through `rates` until a loss, or until the bench itself cannot send at the rate asked."""
+    steps = []
+    for rate in rates:
+        log(f"throughput: {subject.name}, {path} path, {rate:.0f}/s for {step_seconds:.0f} s…")
+        r = runner.run_burst(subject, path, rate, int(rate * step_seconds))
+        r.pop("_received")
+        steps.append(r)
+        if r["lost"] or r["duplicates"] or (r["send_rate"] or 0) < 0.9 * rate:
+            break       # loss, or the bench itself (peripheral + BlueZoo) can no longer keep the pace
+    clean = [s for s in steps if not s["lost"] and not s["duplicates"]]
+    return {
+        "steps": steps,
+        "max_zero_loss_delivered_rate": max((s["delivered_rate"] or 0 for s in clean), default=0),
+        "limited_by": ("loss" if steps[-1]["lost"] or steps[-1]["duplicates"] else
+                       "bench (peripheral/BlueZoo could not send faster)"
+                       if (steps[-1]["send_rate"] or 0) < 0.9 * steps[-1]["rate_requested"] else "rates tried"),
+    }
+
+
+def run_floor(world: World, runner: Runner, a: argparse.Namespace, rates: list[float]) -> dict:
+    """The floor relay on the twin peripherals, one relay (and one path) at a time, measured like gattbridge."""
+    binary = floor_relay_binary()
+    log("floor relay: connecting its twin peripherals…")
+    connect = Process([sys.executable, str(Path(__file__).resolve().parent / "connect_devices.py"),
+                       FLOOR_FD_ADDRESS, FLOOR_SIG_ADDRESS], "connect-floor", env=world.bench.env, cwd=REPO,
+                      log_dir=world.bench.log_dir).start()
+    world.bench.processes.append(connect)
+    if connect.wait(120) != 0:
+        raise RuntimeError(f"could not connect the floor relay's peripherals: {connect.stderr[-3000:]}")
+    peripherals = {"fd": world.floor_fd, "sig": world.floor_sig}
+    topics = {p: f"{BASE}/floor_{p}/stamp" for p in ("fd", "sig")}
+    out: dict = {"binary": str(binary), "binary_bytes": binary.stat().st_size, "idle": {}, "latency": [],
+                 "throughput": {}, "exit_codes": {}}
+    for path in ("fd", "sig"):
+        relay = Process([binary, f"{peripherals[path].address}/{CHARACTERISTIC}", "127.0.0.1", world.broker.port,
+                         topics[path]], f"floor-relay-{path}", env=world.bench.env,
+                        log_dir=world.bench.log_dir).start()
+        world.bench.processes.append(relay)
+        try:
+            ready = json.loads(relay.wait_for_line('"ready"', 30))
+        except TimeoutError:
+            raise RuntimeError(f"floor relay ({path}) did not start: {relay.stderr[-3000:]}") from None
+        if ready["path"] != ("fd" if path == "fd" else "signal"):
+            raise RuntimeError(f"floor relay took the {ready['path']} path for the {path} peripheral")
+        time.sleep(2)
+        idle = sample(relay.pid)
+        out["idle"][path] = {"rss_kb": idle.rss_kb, "pss_kb": idle.pss_kb}
+        subject = Subject("floor", relay, peripherals, topics)
+        for rate in (100.0, 1000.0):
+            log(f"latency: floor relay, {path} path at {rate:.0f} Hz for {a.latency_seconds:.0f} s…")
+            r = runner.latency(subject, path, rate, a.latency_seconds)
+            r.pop("_received")
+            out["latency"].append(r)
+        out["throughput"][path] = throughput(runner, subject, path, rates, a.step_seconds)
+        out["alive"] = out.get("alive", True) and relay.running
+        relay.signal(signal.SIGTERM)
+        out["exit_codes"][path] = relay.wait(10)
+    return out
+
+
+def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    """a/b, or None where it means nothing (no value, or a floor at or below zero: added latency can be)."""
+    if a is None or b is None or math.isnan(a) or math.isnan(b) or b <= 0:
+        return None
+    return round(a / b, 2)
+
+
+def compare(r: dict) -> dict:
+    """gattbridge beside the floor relay, per path at 1 kHz, and CPU per notification at each throughput rate."""
+    gb = {(x["path"], x["rate_requested"]): x for x in r["latency"]}
+    fl = {(x["path"], x["rate_requested"]): x for x in r["floor"]["latency"]}
+    out: dict = {}
+    for p in ("fd", "sig"):
+        g, f = gb[(p, 1000.0)], fl[(p, 1000.0)]
+        pairs = {
+            "cpu_us_per_notification": (g["gattbridge_cpu_us_per_notification"], f["floor_cpu_us_per_notification"]),
+            "switches_per_notification": (g["gattbridge_switches_per_notification"],
+                                          f["floor_switches_per_notification"]),
+            "peak_rss_kb": (g["gattbridge_peak_rss_kb"], f["floor_peak_rss_kb"]),
+            "peak_pss_kb": (g["gattbridge_peak_pss_kb"], f["floor_peak_pss_kb"]),
+            "idle_rss_kb": (r["idle"]["rss_kb"], r["floor"]["idle"][p]["rss_kb"]),
+            "added_p50_ms": (g["added_latency_ms"]["p50"], f["added_latency_ms"]["p50"]),
+            "added_p99_ms": (g["added_latency_ms"]["p99"], f["added_latency_ms"]["p99"]),
+        }
+        out[p] = {k: {"gattbridge": x, "floor": y, "ratio": ratio(x, y)} for k, (x, y) in pairs.items()}
+        floor_steps = {s["rate_requested"]: s for s in r["floor"]["throughput"][p]["steps"]}
+        out[p]["throughput_cpu_us_per_notification"] = [
+            {"rate": s["rate_requested"], "gattbridge": s["gattbridge_cpu_us_per_notification"],
+             "floor": floor_steps[s["rate_requested"]]["floor_cpu_us_per_notification"],
+             "ratio": ratio(s["gattbridge_cpu_us_per_notification"],
+                            floor_steps[s["rate_requested"]]["floor_cpu_us_per_notification"])}
+            for s in r["throughput"][p]["steps"] if s["rate_requested"] in floor_steps]
+    return out
+
+
 def fmt(v, unit="") -> str:
     if v is None:
         return "—"
@@ -194,6 +312,7 @@ def main() -> int:
     ap.add_argument("--latency-seconds", type=float, default=10)
     ap.add_argument("--rates", default=os.environ.get("BENCH_RATES", "1000,2000,3000,4000,5000,6000,7000,8000"))
     ap.add_argument("--out-dir", default=str(REPO / ".bench"))
+    ap.add_argument("--no-floor", action="store_true", help="skip the floor relay (bench/floor/relay.c)")
     a = ap.parse_args()
     if a.quick:
         a.idle_seconds, a.step_seconds, a.latency_seconds, a.rates = 10, 2, 3, "1000,3000"
@@ -204,7 +323,7 @@ def main() -> int:
                      "binary": str(binary), "binary_bytes": binary.stat().st_size, "targets": TARGETS,
                      "settings": {"idle_seconds": a.idle_seconds, "step_seconds": a.step_seconds,
                                   "latency_seconds": a.latency_seconds, "rates": rates}}
-    world = World(reference=True)
+    world = World(reference=True, floor=not a.no_floor)
     try:
         listener = world.bench.sd_notify_listener()
         log("starting gattbridge (release)…")
@@ -214,7 +333,9 @@ def main() -> int:
         results["start_to_ready_ms"] = round((time.monotonic() - t0) * 1000, 1)
         world.wait_online(timeout=60)
         results["start_to_3_devices_online_ms"] = round((time.monotonic() - t0) * 1000, 1)
-        runner = Runner(world, gb)
+        runner = Runner(world)
+        subject = Subject("gattbridge", gb, {"fd": world.fd, "sig": world.sig},
+                          {p: f"{BASE}/{p}/stamp" for p in ("fd", "sig")})
 
         log(f"idle, three devices connected: settling 5 s, then {a.idle_seconds:.0f} s…")
         time.sleep(5)
@@ -234,40 +355,27 @@ def main() -> int:
         for path in ("fd", "sig"):
             for rate in (100.0, 1000.0):
                 log(f"latency: {path} path at {rate:.0f} Hz for {a.latency_seconds:.0f} s…")
-                r = runner.latency(path, rate, a.latency_seconds)
+                r = runner.latency(subject, path, rate, a.latency_seconds)
                 r.pop("_received")
                 results["latency"].append(r)
 
-        results["throughput"] = {}
-        for path in ("fd", "sig"):
-            steps = []
-            for rate in rates:
-                log(f"throughput: {path} path, {rate:.0f}/s for {a.step_seconds:.0f} s…")
-                r = runner.run_burst(path, rate, int(rate * a.step_seconds))
-                r.pop("_received")
-                steps.append(r)
-                if r["lost"] or r["duplicates"] or (r["send_rate"] or 0) < 0.9 * rate:
-                    break       # loss, or the bench itself (peripheral + BlueZoo) can no longer keep the pace
-            clean = [s for s in steps if not s["lost"] and not s["duplicates"]]
-            results["throughput"][path] = {
-                "steps": steps,
-                "max_zero_loss_delivered_rate": max((s["delivered_rate"] or 0 for s in clean), default=0),
-                "limited_by": ("loss" if steps[-1]["lost"] or steps[-1]["duplicates"] else
-                               "bench (peripheral/BlueZoo could not send faster)"
-                               if (steps[-1]["send_rate"] or 0) < 0.9 * steps[-1]["rate_requested"] else "rates tried"),
-            }
+        results["throughput"] = {p: throughput(runner, subject, p, rates, a.step_seconds) for p in ("fd", "sig")}
         end = sample(gb.pid)
         results["rss_peak_kb"] = end.hwm_kb
         results["machine"]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
         results["gattbridge_alive"] = gb.running
         gb.stop()
         results["gattbridge_exit_code"] = gb.returncode
+        if not a.no_floor:
+            # gattbridge is gone by now, so it neither wakes for the twins' signals nor competes for the CPU.
+            results["floor"] = run_floor(world, runner, a, rates)
+            results["floor_comparison"] = compare(results)
     finally:
         world.close()
 
     summarize(results)
     print(f"\nJSON: {save_results(results, a.out_dir, 'bench', 'latest.json')} (and a timestamped copy)")
-    return 0 if results.get("gattbridge_alive") else 1
+    return 0 if results.get("gattbridge_alive") and results.get("floor", {}).get("alive", True) else 1
 
 
 def summarize(r: dict) -> None:
@@ -326,6 +434,55 @@ def summarize(r: dict) -> None:
                   f" ({s['gattbridge_cpu_us_per_notification']:.1f} µs/notif)  bluezoo "
                   f"{s['cpu_percent'].get('bluezoo', 0):.0f} %  peripheral "
                   f"{s['cpu_percent'].get('peripheral_' + p, 0):.0f} %  mosquitto {s['cpu_percent'].get('mosquitto', 0):.0f} %")
+    if "floor_comparison" in r:
+        summarize_floor(r)
+
+
+def summarize_floor(r: dict) -> None:
+    c = r["floor_comparison"]
+
+    def x(v: Optional[float]) -> str:
+        return "—" if v is None else f"{v:.2f}×"
+    rows = []
+    for p in ("fd", "sig"):
+        q = c[p]
+        rows += [
+            (f"CPU per notification @ 1 kHz", p, f"{q['cpu_us_per_notification']['gattbridge']:.1f} µs",
+             f"{q['cpu_us_per_notification']['floor']:.1f} µs", x(q["cpu_us_per_notification"]["ratio"])),
+            (f"context switches per notification @ 1 kHz", p, f"{q['switches_per_notification']['gattbridge']:.2f}",
+             f"{q['switches_per_notification']['floor']:.2f}", x(q["switches_per_notification"]["ratio"])),
+            (f"RSS, peak @ 1 kHz", p, f"{q['peak_rss_kb']['gattbridge'] / 1024:.1f} MiB",
+             f"{q['peak_rss_kb']['floor'] / 1024:.1f} MiB", x(q["peak_rss_kb"]["ratio"])),
+            (f"PSS, peak @ 1 kHz", p, f"{q['peak_pss_kb']['gattbridge'] / 1024:.1f} MiB",
+             f"{q['peak_pss_kb']['floor'] / 1024:.1f} MiB", x(q["peak_pss_kb"]["ratio"])),
+            (f"added latency p50 @ 1 kHz", p, f"{q['added_p50_ms']['gattbridge']:.2f} ms",
+             f"{q['added_p50_ms']['floor']:.2f} ms", x(q["added_p50_ms"]["ratio"])),
+            (f"added latency p99 @ 1 kHz", p, f"{q['added_p99_ms']['gattbridge']:.2f} ms",
+             f"{q['added_p99_ms']['floor']:.2f} ms", x(q["added_p99_ms"]["ratio"])),
+        ]
+        rows += [(f"CPU per notification, throughput step {t['rate']:.0f}/s", p,
+                  f"{t['gattbridge']:.1f} µs", f"{t['floor']:.1f} µs", x(t["ratio"]))
+                 for t in q["throughput_cpu_us_per_notification"]]
+    idle = c["fd"]["idle_rss_kb"]
+    rows.append(("RSS idle (gattbridge: 3 devices; floor: 1 characteristic)", "",
+                 f"{idle['gattbridge'] / 1024:.1f} MiB",
+                 " / ".join(f"{c[p]['idle_rss_kb']['floor'] / 1024:.1f}" for p in ("fd", "sig")) + " MiB", x(idle["ratio"])))
+    fl = r["floor"]
+    for p in ("fd", "sig"):
+        t = fl["throughput"][p]
+        rows.append((f"sustained rate, zero loss", p, f"{fmt(r['throughput'][p]['max_zero_loss_delivered_rate'])}/s",
+                     f"{fmt(t['max_zero_loss_delivered_rate'])}/s", ""))
+    print("\ngattbridge beside the floor relay (bench/floor/relay.c: one characteristic, one poll loop, C; same bench, "
+          "same measurement, gattbridge stopped meanwhile). Ratio = gattbridge / floor:")
+    widths = [max(len(row[i]) for row in rows + [("metric", "path", "gattbridge", "floor", "ratio")]) for i in range(5)]
+    for row in [("metric", "path", "gattbridge", "floor", "ratio")] + rows:
+        print("  ".join(f"{v:<{w}}" for v, w in zip(row, widths)).rstrip())
+    for p in ("fd", "sig"):
+        for s in fl["throughput"][p]["steps"]:
+            print(f"  floor {p:<3} asked {s['rate_requested']:>6.0f}/s  sent {fmt(s['send_rate']):>7}/s  delivered "
+                  f"{fmt(s['delivered_rate']):>7}/s  lost {s['lost']}  dup {s['duplicates']}  reordered {s['reordered']}"
+                  f"  p99 {s['latency_ms']['p99']:.1f} ms  floor {s['cpu_percent'].get('floor', 0):.1f} %"
+                  f" ({s['floor_cpu_us_per_notification']:.1f} µs/notif)")
 
 
 if __name__ == "__main__":
