@@ -19,11 +19,13 @@ private actor Recorder {
 }
 
 /// Waits for a condition on an actor without sleeping, failing after a deadline.
-private func eventually(_ what: String, within seconds: Int = 5, _ condition: () async -> Bool) async {
+/// The deadline only bounds a failure: suites run in parallel on two cores, and a spinning `Task.yield()` loop would
+/// itself hold one of the pool's two threads, so it sleeps a millisecond between checks.
+private func eventually(_ what: String, within seconds: Int = 30, _ condition: () async -> Bool) async {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while ContinuousClock.now < deadline {
         if await condition() { return }
-        await Task.yield()
+        try? await Task.sleep(for: .milliseconds(1))
     }
     Issue.record("timed out waiting for \(what)")
 }

@@ -2,7 +2,7 @@ import Testing
 @testable import Bridge
 
 /// Polls `condition` until it holds or `timeout` passes; waiting on state, not on time.
-func eventually(_ timeout: Duration = .seconds(5), _ condition: () async -> Bool) async -> Bool {
+func eventually(_ timeout: Duration = .seconds(30), _ condition: () async -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if await condition() { return true }

@@ -3,7 +3,7 @@ import Synchronization
 
 /// Waits for `condition` to hold, checking every 10 ms, until `timeout`; the condition is the synchronisation, the
 /// short pause between checks only keeps the wait cheap.
-func eventually(timeout: Duration = .seconds(10), _ condition: () async -> Bool) async -> Bool {
+func eventually(timeout: Duration = .seconds(30), _ condition: () async -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if await condition() { return true }
