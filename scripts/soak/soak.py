@@ -15,8 +15,9 @@ Faults, one every SOAK_FAULT_INTERVAL seconds (default 20, ±30 % jitter), in a 
   sighup       SIGHUP: the daemon reloads its (unchanged) config: RELOADING=1 … READY=1, no device interrupted
   bad_command  malformed commands: invalid UTF-8, unknown device/channel, not writable, oversized (256 KiB), bad verb
   bad_serial   the HM-10 notifies invalid UTF-8 and an over-long line (4 KiB without delimiter)
-  retained_command  a retained `set` sits on the broker while the broker restarts (the bridge resubscribes): it must
-               never be executed (no echo, checked over the whole run) and commands keep working
+  retained_command  a `set` published with the retain flag (forwarded live: it runs once) sits on the broker while
+               the broker restarts and the bridge resubscribes: it must never run again (one echo only, checked over
+               the whole run) and commands keep working
   huge_publish a 50 MB `set`: refused by the broker's limit or dropped by the bridge, never held in memory
   get_flood    2,000 `get`s at once on the HM-10's channel: coalesced (one read pending), a command right after
                them still makes its round trip
@@ -35,6 +36,7 @@ is disconnected).
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import random
@@ -140,7 +142,7 @@ class Soak:
         self.next_stream = 100
         self.streams: dict[int, dict] = {}       # stream id → {"path", "produced" (None when killed), "start"}
         self.windows: list[tuple[str, float, float]] = []   # (fault kind, start, end) of faults that lose in the air
-        self.retained_lines: set[str] = set()      # retained commands published: they must never be echoed
+        self.retained_lines: set[str] = set()      # retained commands published: echoed once (live), never replayed
         self.broker_windows: list[tuple[float, float]] = []  # (start, end) of broker restarts: commands can't reach us
         self.recovery: dict[str, list[float]] = {k: [] for k in FAULTS}
         self.fault_log: list[dict] = []
@@ -290,7 +292,11 @@ class Soak:
         elif kind == "retained_command":
             line = f"retained-{self.command_n}"
             self.retained_lines.add(line)
+            # Published with the retain flag while the bridge is subscribed, the broker forwards it live (flag
+            # cleared), so it runs once, as any live command does; then it sits on the broker as a retained message
+            # and must never run again when the bridge resubscribes after the restart.
             self.sub.publish(f"{BASE}/hm10/serial/set", line.encode(), retain=True)
+            self.sub.wait_for(lambda m: m[1] == f"{BASE}/hm10/serial" and m[2] == line.encode(), 20, mark)
             self.broker.stop()
             time.sleep(self.rng.uniform(1, 2))
             self.broker.start()
@@ -462,7 +468,9 @@ class Soak:
         growth = result["rss_kb"]["growth_percent"]
         result["rss_flat"] = growth is not None and (growth <= 10 or last - first <= 1024)
         not_recovered = [f for f in self.fault_log if f.get("recovered") is False]
-        result["retained_commands_executed"] = sorted(self.retained_lines & echoes)
+        echo_counts = collections.Counter(p.decode("utf-8", "replace") for _, topic, p in msgs
+                                          if topic == f"{BASE}/hm10/serial")
+        result["retained_commands_executed"] = sorted(line for line in self.retained_lines if echo_counts[line] > 1)
         result["pass"] = (result["crashes"] == 0 and lost == 0 and not cmds_lost and not not_recovered
                           and result["rss_flat"] and not result["retained_commands_executed"])
         return result
