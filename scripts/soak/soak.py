@@ -468,9 +468,9 @@ class Soak:
         growth = result["rss_kb"]["growth_percent"]
         result["rss_flat"] = growth is not None and (growth <= 10 or last - first <= 1024)
         not_recovered = [f for f in self.fault_log if f.get("recovered") is False]
-        echo_counts = collections.Counter(p.decode("utf-8", "replace") for _, topic, p in msgs
-                                          if topic == f"{BASE}/hm10/serial")
-        result["retained_commands_executed"] = sorted(line for line in self.retained_lines if echo_counts[line] > 1)
+        # Counted where it runs, on the HM-10 (the echoes on MQTT can repeat: QoS 1 re-delivery around a restart).
+        written = collections.Counter(e.get("text") for e in self.world.hm10.events_matching("line", since=0))
+        result["retained_commands_executed"] = sorted(line for line in self.retained_lines if written[line] > 1)
         result["pass"] = (result["crashes"] == 0 and lost == 0 and not cmds_lost and not not_recovered
                           and result["rss_flat"] and not result["retained_commands_executed"])
         return result
