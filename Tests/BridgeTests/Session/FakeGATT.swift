@@ -18,6 +18,7 @@ final class FakeGATT: GATTClient, Sendable {
 
     struct State {
         var connects = 0
+        var pairs = 0
         var disconnects = 0
         var failConnects = 0
         var writes: [[UInt8]] = []
@@ -56,6 +57,10 @@ final class FakeGATT: GATTClient, Sendable {
     }
 
     func removeDevice(_ path: String) async throws(BlueZError) {}
+
+    func pair(device path: String, timeout: Duration) async throws(BlueZError) {
+        state.withLock { $0.pairs += 1 }
+    }
 
     func waitUntilServicesResolved(device path: String, timeout: Duration) async throws(BlueZError) -> GattTree {
         let service = GattServiceInfo(path: Self.devicePath + "/service0001",
