@@ -43,18 +43,11 @@ extension ConfigValidator {
         }
         guard let path = nonEmptyString(value, key: "passkey_file", context: context) else { return nil }
         let resolved = TextFile.resolve(path, relativeTo: file)
-        switch TextFile.read(resolved, limit: TextFile.secretLimit) {
-        case .failure(let error):
-            report(value, "cannot read passkey_file \"\(resolved)\": \(error)")
+        switch PairingConfig.readPasskey(file: resolved) {
+        case .failure(let problem):
+            report(value, problem.description)
             return nil
-        case .success(let bytes):
-            // A trailing newline (echo 123456 > file) is not part of the passkey.
-            let digits = bytes.reversed().drop { $0 == 0x0A || $0 == 0x0D || $0 == 0x20 || $0 == 0x09 }.reversed()
-            let text = String(decoding: Array(digits), as: UTF8.self)
-            guard PairingConfig.parsePasskey(text) != nil else {
-                report(value, "passkey_file \"\(resolved)\" must hold six digits")
-                return nil
-            }
+        case .success(let text):
             return PairingConfig(mode: .passkey, passkey: Secret(text),
                                  passkeyFile: SecretFile(path: resolved, mode: TextFile.permissions(resolved)))
         }

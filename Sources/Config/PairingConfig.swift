@@ -33,3 +33,25 @@ public struct PairingConfig: Sendable, Equatable {
         return UInt32(text)
     }
 }
+
+extension PairingConfig {
+    public struct PasskeyFileProblem: Error, Sendable, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Reads a passkey file: six digits, a trailing newline allowed. The problem names the file, never its content.
+    public static func readPasskey(file path: String) -> Result<String, PasskeyFileProblem> {
+        switch TextFile.read(path, limit: TextFile.secretLimit) {
+        case .failure(let error):
+            return .failure(PasskeyFileProblem(description: "cannot read passkey_file \"\(path)\": \(error)"))
+        case .success(let bytes):
+            // A trailing newline (echo 123456 > file) is not part of the passkey.
+            let digits = bytes.reversed().drop { $0 == 0x0A || $0 == 0x0D || $0 == 0x20 || $0 == 0x09 }.reversed()
+            let text = String(decoding: Array(digits), as: UTF8.self)
+            guard parsePasskey(text) != nil else {
+                return .failure(PasskeyFileProblem(description: "passkey_file \"\(path)\" must hold six digits"))
+            }
+            return .success(text)
+        }
+    }
+}
