@@ -19,6 +19,8 @@ final class FakeGATT: GATTClient, Sendable {
     struct State {
         var connects = 0
         var pairs = 0
+        /// Every read fails with this (nil: reads succeed).
+        var readError: BlueZError?
         var disconnects = 0
         var failConnects = 0
         var writes: [[UInt8]] = []
@@ -74,10 +76,11 @@ final class FakeGATT: GATTClient, Sendable {
     }
 
     func read(characteristic path: String) async throws(BlueZError) -> [UInt8] {
-        state.withLock { s in
+        let result = state.withLock { s -> Result<[UInt8], BlueZError> in
             s.reads += 1
-            return s.value
+            return s.readError.map { .failure($0) } ?? .success(s.value)
         }
+        return try result.get()
     }
 
     func write(characteristic path: String, _ value: [UInt8], type: GattWriteType) async throws(BlueZError) {
