@@ -1,6 +1,7 @@
 import BlueZ
 import Bluetooth
 import Config
+import Codecs
 import Logging
 
 /// Keeps the daemon's `org.bluez.Agent1` (SPEC §9) in step with the config and with bluetoothd: the policy follows
@@ -19,7 +20,15 @@ struct PairingAgentFeature: BridgeFeature {
         let bluezEvents = bluez.events()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                for await event in bluezEvents where event == .bluezAppeared { await registrar.bluezAppeared() }
+                for await event in bluezEvents {
+                    switch event {
+                    case .bluezAppeared: await registrar.bluezAppeared()
+                    // bluetoothd owns its bus name before AgentManager1 is exported, so a registration at
+                    // `bluezAppeared` can fail; by the time an adapter appears the manager is there.
+                    case .adapterAdded: await registrar.retry()
+                    default: break
+                    }
+                }
             }
             for await event in events {
                 if case .configApplied(_, let config) = event { await registrar.apply(config) }
@@ -84,6 +93,11 @@ actor AgentRegistrar {
         await reconcile()
     }
 
+    /// Registers if an earlier attempt failed; a no-op when registered.
+    func retry() async {
+        await reconcile()
+    }
+
     private func reconcile() async {
         guard let desired else { return }
         let target = desired.wanted ? (capability: desired.capability, makeDefault: desired.makeDefault) : nil
@@ -111,5 +125,14 @@ actor AgentRegistrar {
         } catch {
             logger.warning("cannot register the pairing agent with bluetoothd: \(error)")
         }
+    }
+}
+
+extension JSONValue {
+    /// A device object as the bridge API echoes it: an inline `passkey` shows as `<redacted>` (SPEC §9: secrets never
+    /// reach MQTT; the drop-in on disk keeps it).
+    var passkeyRedacted: JSONValue {
+        guard case .object(let members) = self else { return self }
+        return .object(members.map { $0.0 == "passkey" ? ($0.0, .string("<redacted>")) : $0 })
     }
 }
