@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.bench import Peripheral
+from bench.bench import Peripheral, wait_until
 from bench.peripherals import secure
 from conftest import LOG_DIR, READVERTISE_S, WORKDIR, record
 
@@ -154,11 +154,14 @@ def test_run_pairs_reads_subscribes_and_keeps_the_bond_across_a_bluetoothd_resta
         for m in mqtt.received("#", mark):
             assert str(PASSKEY) not in m.text and str(WRONG) not in m.text, m.topic
 
-        # bluetoothd restarts: the stored bond is used, no new pairing.
+        # bluetoothd restarts (as `systemctl restart bluetooth` does it: SIGTERM; the SIGKILL crash is covered in
+        # test_real_bluez.py, and killing it with an encrypted link up can oops this guest kernel in
+        # hci_chan_del): the stored bond is used, no new pairing.
         asked = passkey_requests(lock)
         back, ready = mqtt.mark(), lock.mark()
         t1 = time.monotonic()
-        stack.kill_bluetoothd()
+        stack.bluetoothd.stop()
+        wait_until(lambda: not stack.bus.name_has_owner("org.bluez"), 10, "org.bluez still owned")
         stack.start_bluetoothd()
         lock.wait_for("agent_ready", 60, since=ready)
         mqtt.wait_for(f"{BASE}/lock/availability", "online", 120, since=back)
