@@ -122,6 +122,9 @@ actor AgentRegistrar {
             logger.info("pairing agent registered", metadata: [
                 "capability": "\(target.capability)", "default": "\(target.makeDefault)",
                 "devices": "\(desired.policy.devices.count)"])
+        } catch .alreadyExists {
+            // A registration that overlapped this one (an adapter appeared meanwhile) got there first.
+            registered = target
         } catch {
             logger.warning("cannot register the pairing agent with bluetoothd: \(error)")
         }
