@@ -60,8 +60,13 @@ struct SessionLoop {
     }
 
     private var devicePath: String? {
-        adapterPath.map { ObjectPath.device(adapter: $0, address: config.address) }
+        if let reportedPath, let adapterPath, reportedPath.hasPrefix(adapterPath + "/") { return reportedPath }
+        return adapterPath.map { ObjectPath.device(adapter: $0, address: config.address) }
     }
+    /// The object BlueZ reported for the device's address. Usually the path the address gives, but a device bonded
+    /// while it used a resolvable private address keeps that object (named after the private address) with its
+    /// `Address` changed to the identity address the config holds, until bluetoothd restarts (SPEC §9).
+    private var reportedPath: String?
 
     // MARK: - Inputs
 
@@ -76,6 +81,7 @@ struct SessionLoop {
             // Lookups run concurrently; only the latest adapter fact counts (powered off then on must end on).
             guard sequence == adapterSequence else { break }
             if let known {
+                reportedPath = known.path
                 drive(.paired(known.paired), &jobs)
                 drive(.deviceFound, &jobs)
                 // A device BlueZ already knows sends no DeviceAdded: its RSSI comes from here.
@@ -168,13 +174,16 @@ struct SessionLoop {
     private mutating func deviceEvent(_ event: BlueZEvent, _ jobs: inout [Job]) {
         switch event {
         case .deviceAdded(let info) where info.adapterPath == adapterPath:
+            reportedPath = info.path
             drive(.paired(info.paired), &jobs)
             drive(.deviceFound, &jobs)
             if info.connected { drive(.connected, &jobs) }
             noteRSSI(info.rssi)
         case .deviceRemoved(let path, _) where path == devicePath:
+            reportedPath = nil
             drive(.deviceGone, &jobs)
         case .deviceChanged(let info, let changed) where info.adapterPath == adapterPath:
+            reportedPath = info.path
             if changed.contains("Paired") { drive(.paired(info.paired), &jobs) }
             if changed.contains("Connected") { drive(info.connected ? .connected : .disconnected, &jobs) }
             if changed.contains("RSSI") { noteRSSI(info.rssi) }

@@ -32,6 +32,22 @@ import Testing
         }
     }
 
+    /// A device bonded while it used a resolvable private address: BlueZ keeps the object named after that address,
+    /// with `Address` now the identity address the config holds. The session pairs and connects that object.
+    @Test func theObjectBlueZReportsForTheAddressIsTheOneUsed() async throws {
+        let rpaPath = FakeGATT.adapterPath + "/dev_4A_11_22_33_44_55"
+        base.gatt.state.withLock { $0.reportedPath = rpaPath }
+        var config = try base.device()
+        config.pairing = PairingConfig(mode: .justWorks)
+        let session = sessionFor(config)
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await session.run() }
+            try await eventually("online") { base.recorder.availability == [false, true] }
+            #expect(base.gatt.state.withLock { $0.calledPaths } == [rpaPath, rpaPath])
+            await session.stop()
+        }
+    }
+
     /// BlueZ 5.66 answers an unpaired read of an encrypted characteristic with ATT error 0x0e.
     @Test func aReadRefusedForLackOfEncryptionSaysToSetPairing() async throws {
         base.gatt.state.withLock { $0.readError = .failed(reason: "Operation failed with ATT error: 0x0e") }

@@ -19,6 +19,10 @@ final class FakeGATT: GATTClient, Sendable {
     struct State {
         var connects = 0
         var pairs = 0
+        /// The object path BlueZ reports for the address (nil: the one the address gives), and the paths that
+        /// Pair and Connect were called on.
+        var reportedPath: String?
+        var calledPaths: [String] = []
         /// Every read fails with this (nil: reads succeed).
         var readError: BlueZError?
         var disconnects = 0
@@ -40,13 +44,15 @@ final class FakeGATT: GATTClient, Sendable {
         let delay = state.withLock { $0.lookupDelays.isEmpty ? nil : $0.lookupDelays.removeFirst() }
         if let delay { try? await Task.sleep(for: delay) }
         defer { state.withLock { $0.lookupsDone += 1 } }
-        return DeviceInfo(path: Self.devicePath, properties: ["Address": .string(address.description),
+        let path = state.withLock { $0.reportedPath } ?? Self.devicePath
+        return DeviceInfo(path: path, properties: ["Address": .string(address.description),
                                                        "Adapter": .objectPath(Self.adapterPath)])
     }
 
     func connect(device path: String, timeout: Duration) async throws(BlueZError) {
         let fail = state.withLock { s -> Bool in
             s.connects += 1
+            s.calledPaths.append(path)
             guard s.failConnects > 0 else { return false }
             s.failConnects -= 1
             return true
@@ -61,7 +67,10 @@ final class FakeGATT: GATTClient, Sendable {
     func removeDevice(_ path: String) async throws(BlueZError) {}
 
     func pair(device path: String, timeout: Duration) async throws(BlueZError) {
-        state.withLock { $0.pairs += 1 }
+        state.withLock {
+            $0.pairs += 1
+            $0.calledPaths.append(path)
+        }
     }
 
     func waitUntilServicesResolved(device path: String, timeout: Duration) async throws(BlueZError) -> GattTree {
