@@ -71,7 +71,10 @@ struct PairCommand: AsyncParsableCommand {
         case .failure(let problem):
             throw CLIFailure(ExitStatus.configError, problem.description)
         case .success(let text):
-            return .passkey(PairingConfig.parsePasskey(text) ?? 0)
+            guard let number = PairingConfig.parsePasskey(text) else {
+                throw CLIFailure(ExitStatus.configError, "passkey file \"\(passkeyFile)\" must hold six digits")
+            }
+            return .passkey(number)
         }
     }
 
