@@ -127,3 +127,37 @@ def test_the_agent_answers_only_for_saved_devices_that_pair(run_gattbridge, mosq
     for message in published:
         assert PASSKEY not in message.text and "135790" not in message.text, message.topic
     assert PASSKEY not in bridge.process.stderr and "135790" not in bridge.process.stderr
+
+
+def test_pair_and_unpair_commands(run_gattbridge, peripheral, central, tmp_path):
+    """BlueZoo pairs just works only (a passkey agent makes its Pair fail): exit codes and bond state."""
+    bulb = peripheral("led", BULB)
+    bulb.wait_for({"event": "state", "led": "00"})
+
+    def run(args):
+        proc = run_gattbridge(args)
+        proc.wait(30)
+        return proc
+
+    proc = run(["pair", BULB, "--timeout", "10"])
+    assert proc.returncode == 0, proc.stderr
+    # (BlueZoo's Bonded setter writes another attribute, so its Bonded stays false: not asserted here.)
+    assert proc.stdout_lines[:2] == [f"paired {BULB}", f"identity address: {BULB} (public)"], proc.stdout
+    assert proc.stdout_lines[2].endswith(", trusted: yes"), proc.stdout
+    assert central.device_property(BULB, "Paired") is True
+    assert central.device_property(BULB, "Trusted") is True
+    assert not central.device_property(BULB, "Connected"), "pair left the device connected"
+    assert run(["pair", BULB]).returncode == 0, "an already paired device"
+
+    assert run(["unpair", BULB]).returncode == 0
+    assert BULB not in central.devices()
+    proc = run(["unpair", BULB])
+    assert proc.returncode == 69 and "not known to BlueZ" in proc.stderr, proc.stderr
+
+    proc = run(["pair", "C0:FF:EE:00:09:0E", "--timeout", "2"])
+    assert proc.returncode == 69 and "not found" in proc.stderr, proc.stderr
+    for bad in (["--passkey", "12345"], ["--passkey", "123456", "--passkey-file", "x"]):
+        assert run(["pair", BULB, *bad]).returncode == 64
+    (tmp_path / "short").write_text("123\n")
+    proc = run(["pair", BULB, "--passkey-file", str(tmp_path / "short")])
+    assert proc.returncode == 78 and "123" not in proc.stderr.replace(str(tmp_path / "short"), ""), proc.stderr
