@@ -74,7 +74,7 @@ def test_pair_with_the_passkey_bonds_and_prints_the_identity_address(stack, lock
     assert bonded(stack, lock.address)
 
     # inspect shows the bond and reads the protected characteristic over the encrypted link.
-    proc = gattbridge.run(["inspect", lock.address, "--json"])
+    proc = gattbridge.run(["inspect", lock.address, "--json", "--timeout", "30"])
     assert proc.returncode == 0, proc.stderr
     tree = json.loads(proc.stdout)
     assert (tree["paired"], tree["bonded"], tree["trusted"]) == (True, True, True)
