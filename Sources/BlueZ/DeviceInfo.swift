@@ -19,6 +19,8 @@ public struct DeviceInfo: Sendable, Equatable {
     public var connected: Bool
     public var servicesResolved: Bool
     public var paired: Bool
+    /// Paired with keys stored (BlueZ ≥ 5.62 reports `Bonded`); false on older BlueZ that lacks the property.
+    public var bonded: Bool
     public var trusted: Bool
 
     /// Nil when the object has no parsable Address (BlueZ always sets one; a broken peer might not).
@@ -39,6 +41,7 @@ public struct DeviceInfo: Sendable, Equatable {
         connected = properties["Connected"]?.bool ?? false
         servicesResolved = properties["ServicesResolved"]?.bool ?? false
         paired = properties["Paired"]?.bool ?? false
+        bonded = properties["Bonded"]?.bool ?? false
         trusted = properties["Trusted"]?.bool ?? false
     }
 

@@ -29,6 +29,8 @@ public struct BridgeConfig: Sendable, Equatable {
 public struct BluetoothSettings: Sendable, Equatable {
     /// nil: the first powered adapter, else hci0 (SPEC §1).
     public var adapter: String?
+    /// `default_agent`: the pairing agent also asks BlueZ to make it the default agent (SPEC §9).
+    public var defaultAgent: Bool = false
 
     public init(adapter: String? = nil) {
         self.adapter = adapter

@@ -23,7 +23,7 @@ extension ConfigValidator {
     mutating func device(_ item: YAMLNode, index: Int, registry: inout DeviceRegistry,
                          source: DeviceSource) -> DeviceConfig? {
         var context = peekName(item).map { "device \"\($0)\"" } ?? "device #\(index + 1)"
-        guard let fields = fields(of: item, allowed: Self.deviceKeys, context: context) else { return nil }
+        guard let fields = fields(of: item, allowed: Self.deviceKeys + Self.pairingKeys, context: context) else { return nil }
         requireKeys(Self.deviceKeys, in: fields, context: context)
 
         var name: String?
@@ -68,8 +68,9 @@ extension ConfigValidator {
         if let value = fields["channels"] {
             channels = self.channels(value, device: name.map { "device \"\($0)\"" } ?? context, deviceContext: context)
         }
-        guard let name, let address, !channels.isEmpty else { return nil }
-        return DeviceConfig(name: name, address: address, channels: channels, source: source)
+        let pairing = self.pairing(fields, context: context)
+        guard let name, let address, !channels.isEmpty, let pairing else { return nil }
+        return DeviceConfig(name: name, address: address, channels: channels, source: source, pairing: pairing)
     }
 
     private mutating func channels(_ node: YAMLNode, device: String, deviceContext: String) -> [ChannelConfig] {

@@ -32,9 +32,12 @@ struct ConfigValidator {
 
     private mutating func bluetooth(_ node: YAMLNode) -> BluetoothSettings {
         var settings = BluetoothSettings()
-        guard let fields = fields(of: node, allowed: ["adapter"], context: "bluetooth") else { return settings }
+        guard let fields = fields(of: node, allowed: ["adapter", "default_agent"], context: "bluetooth") else { return settings }
         if let value = fields["adapter"] {
             settings.adapter = nonEmptyString(value, key: "adapter", context: "bluetooth")
+        }
+        if let value = fields["default_agent"], let enabled = bool(value, key: "default_agent", context: "bluetooth") {
+            settings.defaultAgent = enabled
         }
         return settings
     }

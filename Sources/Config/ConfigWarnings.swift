@@ -31,6 +31,17 @@ extension BridgeConfig {
             messages.append("password_file \"\(passwordFile.path)\" is accessible to group or others (mode "
                 + "\(Self.octal(mode))); make it readable by its owner only (chmod 600)")
         }
+        for device in devices where device.pairing.mode == .passkey {
+            if let passkeyFile = device.pairing.passkeyFile {
+                if let mode = passkeyFile.mode, mode & 0o077 != 0 {
+                    messages.append("passkey_file \"\(passkeyFile.path)\" of device \"\(device.name)\" is accessible to group or "
+                        + "others (mode \(Self.octal(mode))); make it readable by its owner only (chmod 600)")
+                }
+            } else {
+                messages.append("device \"\(device.name)\" has its passkey in the config file; put it in a passkey_file "
+                    + "readable by its owner only")
+            }
+        }
         return messages.map { ConfigWarning(file: file, message: $0) }
     }
 

@@ -135,7 +135,8 @@ public final class DBusConnection: Sendable {
     }
 
     /// Answers method calls to `path` with `handler`, which runs on the loop thread and must not block.
-    /// Calls to paths without a handler get libdbus's UnknownMethod error. Meant for tests and tools.
+    /// Calls to paths without a handler get libdbus's UnknownMethod error. The daemon's pairing agent
+    /// (`org.bluez.Agent1`) is one; tests use it for fake services.
     public func exportHandler(path: String, handler: @escaping @Sendable (DBusMessage) -> DBusReply) async {
         let core = core
         await loop.run { core.handlers[path] = handler }

@@ -93,7 +93,7 @@ struct BlueZSession: Sendable {
         }.value
     }
 
-    private func find(_ address: BluetoothAddress, timeout: Duration) async throws(CLIFailure) -> DeviceInfo {
+    func find(_ address: BluetoothAddress, timeout: Duration) async throws(CLIFailure) -> DeviceInfo {
         if let known = await client.device(address: address, adapter: adapter.path) { return known }
         logger.info("device not known to BlueZ yet, discovering", metadata: ["device": "\(address)"])
         do {

@@ -16,6 +16,8 @@ struct GattBridge: AsyncParsableCommand {
             ListenCommand.self,
             ConfigCommand.self,
             DevicesCommand.self,
+            PairCommand.self,
+            UnpairCommand.self,
         ]
     )
 

@@ -48,6 +48,7 @@ extension GattReport {
     /// The tree for people (`inspect` without `--json`).
     var text: String {
         var lines = [name.map { "\(address) \(ValuePresentation.quoted($0))" } ?? address.description]
+        lines.append("  paired: \(paired ? "yes" : "no"), bonded: \(bonded ? "yes" : "no"), trusted: \(trusted ? "yes" : "no")")
         for service in services {
             lines.append("  service \(UUIDNames.labelled(service.info.uuid))\(service.info.primary ? "" : " (secondary)")")
             for characteristic in service.characteristics {

@@ -60,11 +60,11 @@ def test_scan_json_lists_peripherals_with_address_name_and_services(run_gattbrid
     devices = {d["address"]: d for d in json.loads(proc.stdout)}
     assert set(devices) == {HRM, LED}
     assert devices[HRM] == {"address": HRM, "address_type": "public", "name": "Bench HRM", "rssi": 0,
-                            "services": [full("180d"), full("180f")]}
+                            "services": [full("180d"), full("180f")], "paired": False, "bonded": False}
     assert devices[LED]["name"] == "Bench LED"
     assert devices[LED]["services"] == [led.SERVICE]
     for d in devices.values():
-        assert list(d) == ["address", "address_type", "name", "rssi", "services"]
+        assert list(d) == ["address", "address_type", "name", "rssi", "services", "paired", "bonded"]
 
 
 def test_scan_service_filter_and_table_when_not_a_terminal(run_gattbridge, peripheral, central):
@@ -138,6 +138,7 @@ def test_inspect_prints_the_tree_with_properties_and_decoded_values(run_gattbrid
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert proc.stdout_lines[0] == f'{HRM} "Bench HRM"'
+    assert proc.stdout_lines[1] == "  paired: no, bonded: no, trusted: no"
     assert "service Heart Rate (180d)" in out
     assert "characteristic Heart Rate Measurement (2a37)  [notify]" in out
     assert "characteristic Battery Level (2a19)  [read, notify]  = 64" in out
@@ -153,6 +154,7 @@ def test_inspect_json(run_gattbridge, peripheral):
     assert proc.returncode == 0, proc.stderr
     tree = json.loads(proc.stdout)
     assert tree["address"] == HRM and tree["name"] == "Bench HRM"
+    assert (tree["paired"], tree["bonded"], tree["trusted"]) == (False, False, False)
     services = {s["uuid"]: s for s in tree["services"]}
     assert services[full("180d")]["name"] == "Heart Rate"
     chars = {c["uuid"]: c for s in tree["services"] for c in s["characteristics"]}

@@ -1,6 +1,6 @@
 """python -m bench.peripherals KIND --adapter hciN [options]
 
-KIND: heart_rate | hm10 | led | button | generic (generic needs --config JSON-or-path).
+KIND: heart_rate | hm10 | led | button | secure | generic (generic needs --config JSON-or-path).
 Events go to stdout as JSON lines ({"event":"ready",…} once registered); commands are read from stdin
 (see bench.peripherals.gatt.PeripheralRunner).
 """
@@ -48,6 +48,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--initial", default="00", help="led: initial state, 00 or 01")
     p.add_argument("--delimiter", default="\n", help="hm10: line delimiter")
     p.add_argument("--config", help="generic: JSON description or path to one")
+    p.add_argument("--passkey", type=int, help="secure: the six-digit passkey its agent answers")
     p.add_argument("--readvertise", type=float, default=0.0, metavar="S",
                    help="re-register the advertisement every S seconds while no central is connected (for "
                         "btvirt's emulated controllers; 0: never)")
@@ -64,6 +65,8 @@ def main(argv: list[str]) -> int:
         opts.update(initial=a.initial)
     elif a.kind == "button":
         opts.update(mtu=a.mtu)
+    elif a.kind == "secure":
+        opts.update(passkey=a.passkey, rate=2.0 if a.rate is None else a.rate)
     elif a.kind == "generic":
         if not a.config:
             p.error("generic needs --config")

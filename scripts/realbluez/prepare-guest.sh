@@ -17,9 +17,11 @@ log() { printf 'realbluez: %s\n' "$*" >&2; }
 
 # Loaded in this order by /init. Crypto first: bluetooth's ECDH self-test needs drbg, and anything the kernel
 # would otherwise autoload during the first power-on (over 9p, through a modprobe that does not match this
-# kernel) stalls HCI until its commands time out (`Opcode 0x0c03 failed: -110`). aes is built in.
+# kernel) stalls HCI until its commands time out (`Opcode 0x0c03 failed: -110`). aes is built in. LE Secure
+# Connections pairing generates ECDH keys with drbg's hmac(sha512): without sha512_generic SMP fails with
+# "Unspecified reason" right after the Pairing Response (dmesg: "DRBG: could not allocate digest TFM handle").
 MODULES=(virtio_pci 9pnet_virtio 9p
-         drbg ecb cmac af_alg algif_hash algif_skcipher ecdh_generic
+         sha512_generic drbg ecb cmac af_alg algif_hash algif_skcipher ecdh_generic
          bluetooth hci_vhci)
 
 kernel_of_metapackage() {

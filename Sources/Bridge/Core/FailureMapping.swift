@@ -40,6 +40,8 @@ extension FailureKind {
             self = .adapterMissing
         case .characteristicNotFound(let name):
             self = .characteristicMissing(name)
+        case .authenticationFailed, .authenticationRejected, .authenticationCanceled, .authenticationTimeout:
+            self = .authentication(error.description)
         default:
             self = stage == .subscribe ? .subscribeFailed(error.description) : .other(error.description)
         }

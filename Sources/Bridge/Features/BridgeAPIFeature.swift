@@ -165,7 +165,7 @@ struct BridgeAPIFeature: BridgeFeature {
             return BridgeResponse.error(error.description, transaction: transaction)
         }
         logger.notice("device \(device.name) added over the bridge API", metadata: ["file": "\(path)"])
-        return BridgeResponse.ok(object, transaction: transaction)
+        return BridgeResponse.ok(object.passkeyRedacted, transaction: transaction)
     }
 
     private func long(_ request: BridgeRequest, requester: String, config: BridgeConfig?) async -> String {

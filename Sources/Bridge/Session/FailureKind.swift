@@ -36,6 +36,9 @@ public enum FailureKind: Sendable, Hashable, CustomStringConvertible {
     case adapterMissing
     /// `org.bluez` left the bus.
     case bluezGone
+    /// Pairing was refused: `AuthenticationFailed`/`Rejected`/`Canceled`/`Timeout` (a wrong passkey, a refusing
+    /// peripheral). Retried only slowly: some peripherals lock out after repeated wrong passkeys.
+    case authentication(String)
     /// Anything else, with its message.
     case other(String)
 
@@ -44,6 +47,7 @@ public enum FailureKind: Sendable, Hashable, CustomStringConvertible {
         case connectAbortedLocally, connectFailed, inProgress, notReady, deviceGone, notConnected
         case connectTimeout, resolveTimeout, subscribeFailed, noReply, serviceUnknown, characteristicMissing
         case linkLost, adapterOff, adapterMissing, bluezGone, other
+        case authentication
     }
 
     public var category: Category {
@@ -65,6 +69,7 @@ public enum FailureKind: Sendable, Hashable, CustomStringConvertible {
         case .adapterMissing: .adapterMissing
         case .bluezGone: .bluezGone
         case .other: .other
+        case .authentication: .authentication
         }
     }
 
@@ -88,6 +93,7 @@ public enum FailureKind: Sendable, Hashable, CustomStringConvertible {
         case .adapterMissing: "adapter missing"
         case .bluezGone: "bluetoothd gone"
         case .other(let message): message
+        case .authentication(let reason): "pairing failed: \(reason) (check the device's passkey and pairing mode)"
         }
     }
 }

@@ -12,6 +12,8 @@ public struct ReconnectPolicy: Sendable, Hashable {
     public var resolveTimeout: Duration
     /// A session online at least this long counts as stable: its next failure starts the backoff from attempt 1.
     public var stableAfter: Duration
+    /// How long `Device1.Pair` may take (a peripheral may wait for its user to type) before it counts as failed.
+    public var pairTimeout: Duration = .seconds(60)
 
     public init(rules: [FailureKind.Category: RetryRule], fallback: RetryRule,
                 connectTimeout: Duration = .seconds(20), resolveTimeout: Duration = .seconds(30),
@@ -59,6 +61,8 @@ public struct ReconnectPolicy: Sendable, Hashable {
             .adapterMissing: .wait(.waitForAdapter),
             .bluezGone: .wait(.waitForBlueZ),
             .other: RetryRule(initialDelay: .seconds(5), maxDelay: .seconds(60), then: .retryConnect),
+            // A refused pairing (wrong passkey): never a tight loop, which locks some peripherals out. 1 min → 10 min.
+            .authentication: RetryRule(initialDelay: .seconds(60), multiplier: 2, maxDelay: .seconds(600), then: .retryConnect),
         ],
         fallback: RetryRule(initialDelay: .seconds(5), maxDelay: .seconds(60), then: .retryConnect)
     )

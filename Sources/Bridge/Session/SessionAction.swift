@@ -11,6 +11,9 @@ public enum SessionAction: Sendable, Hashable {
     case releaseConnectSlot(SessionGeneration)
     /// Call `Device1.Connect`; report `connectSucceeded` or `failure` (`connectTimeout` after `timeout`).
     case connect(SessionGeneration, timeout: Duration)
+    /// Call `Device1.Pair`, then set `Trusted`; report `pairSucceeded` or `failure` (`authentication` when the
+    /// peripheral or the agent refused).
+    case pair(SessionGeneration, timeout: Duration)
     /// Call `Device1.Disconnect` (also cancels a pending `Connect`).
     case disconnect
     /// Wait for `ServicesResolved` and locate every configured characteristic; report `servicesResolved` or

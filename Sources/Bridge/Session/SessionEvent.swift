@@ -20,6 +20,10 @@ public enum SessionEvent: Sendable, Hashable {
     case connectSlotGranted(SessionGeneration)
     /// `Device1.Connect` returned successfully (AlreadyConnected counts as success).
     case connectSucceeded(SessionGeneration)
+    /// The device's `Paired` as BlueZ reports it (at lookup and on every change).
+    case paired(Bool)
+    /// `Device1.Pair` succeeded and the device is trusted.
+    case pairSucceeded(SessionGeneration)
     /// `Connected` became true.
     case connected
     /// `Connected` became false.

@@ -48,7 +48,8 @@ struct SessionLoop {
         var logger = environment.logger
         logger[metadataKey: "device"] = "\(config.name)"
         self.logger = logger
-        self.machine = SessionMachine(policy: environment.policy, jitter: environment.jitter)
+        self.machine = SessionMachine(policy: environment.policy, pairing: config.pairing.mode != .none,
+                                      jitter: environment.jitter)
         var publishers: [String: ChannelPublisher] = [:]
         for channel in config.channels {
             publishers[channel.name] = ChannelPublisher(channel: channel, topic: environment.topics.state(config, channel),
@@ -59,8 +60,13 @@ struct SessionLoop {
     }
 
     private var devicePath: String? {
-        adapterPath.map { ObjectPath.device(adapter: $0, address: config.address) }
+        if let reportedPath, let adapterPath, reportedPath.hasPrefix(adapterPath + "/") { return reportedPath }
+        return adapterPath.map { ObjectPath.device(adapter: $0, address: config.address) }
     }
+    /// The object BlueZ reported for the device's address. Usually the path the address gives, but a device bonded
+    /// while it used a resolvable private address keeps that object (named after the private address) with its
+    /// `Address` changed to the identity address the config holds, until bluetoothd restarts (SPEC §9).
+    private var reportedPath: String?
 
     // MARK: - Inputs
 
@@ -75,6 +81,8 @@ struct SessionLoop {
             // Lookups run concurrently; only the latest adapter fact counts (powered off then on must end on).
             guard sequence == adapterSequence else { break }
             if let known {
+                reportedPath = known.path
+                drive(.paired(known.paired), &jobs)
                 drive(.deviceFound, &jobs)
                 // A device BlueZ already knows sends no DeviceAdded: its RSSI comes from here.
                 noteRSSI(known.rssi)
@@ -166,12 +174,17 @@ struct SessionLoop {
     private mutating func deviceEvent(_ event: BlueZEvent, _ jobs: inout [Job]) {
         switch event {
         case .deviceAdded(let info) where info.adapterPath == adapterPath:
+            reportedPath = info.path
+            drive(.paired(info.paired), &jobs)
             drive(.deviceFound, &jobs)
             if info.connected { drive(.connected, &jobs) }
             noteRSSI(info.rssi)
         case .deviceRemoved(let path, _) where path == devicePath:
+            reportedPath = nil
             drive(.deviceGone, &jobs)
         case .deviceChanged(let info, let changed) where info.adapterPath == adapterPath:
+            reportedPath = info.path
+            if changed.contains("Paired") { drive(.paired(info.paired), &jobs) }
             if changed.contains("Connected") { drive(info.connected ? .connected : .disconnected, &jobs) }
             if changed.contains("RSSI") { noteRSSI(info.rssi) }
         default:
@@ -230,6 +243,20 @@ struct SessionLoop {
                     inbox.yield(.machine(.connectSucceeded(generation)))
                 } catch .alreadyConnected {
                     inbox.yield(.machine(.connectSucceeded(generation)))
+                } catch {
+                    inbox.yield(.machine(.failure(FailureKind(error, stage: .connect), generation)))
+                }
+            }
+        case .pair(let generation, let timeout):
+            guard let path = devicePath else {
+                drive(.failure(.adapterMissing, generation), &jobs)
+                return
+            }
+            logger.info("pairing (pairing: \(config.pairing.mode.rawValue))")
+            afterCleanups(&jobs) {
+                do throws(BlueZError) {
+                    try await gatt.pair(device: path, timeout: timeout)
+                    inbox.yield(.machine(.pairSucceeded(generation)))
                 } catch {
                     inbox.yield(.machine(.failure(FailureKind(error, stage: .connect), generation)))
                 }
@@ -349,7 +376,7 @@ struct SessionLoop {
             guard let info = resolved[channel.name], let publisher = publishers[channel.name] else { return nil }
             return (channel, info.path, NotificationGate(publisher: publisher))
         }
-        let gatt = env.gatt, inbox = self.inbox
+        let gatt = env.gatt, inbox = self.inbox, hint = securityHint
         return {
             var done: [ActiveSubscription] = []
             do throws(BlueZError) {
@@ -365,7 +392,8 @@ struct SessionLoop {
                     active.gate.close()
                     await active.subscription.stop()
                 }
-                inbox.yield(.machine(.failure(FailureKind(error, stage: .subscribe), generation)))
+                let kind = hint(error).map { FailureKind.subscribeFailed("\(error); \($0)") }
+                inbox.yield(.machine(.failure(kind ?? FailureKind(error, stage: .subscribe), generation)))
             }
         }
     }
@@ -414,12 +442,17 @@ struct SessionLoop {
     /// Reads a channel and publishes the value as a whole (reads bypass a text channel's line framer).
     private func readJob(_ channel: ChannelConfig) -> Job? {
         guard let info = resolved[channel.name], let publisher = publishers[channel.name] else { return nil }
-        let gatt = env.gatt, logger = self.logger
+        let gatt = env.gatt, logger = self.logger, hint = securityHint, report = env.report
         return {
             do throws(BlueZError) {
                 publisher.publishRead(try await gatt.read(characteristic: info.path))
             } catch {
-                logger.warning("read of \(channel.name) failed: \(error)")
+                if let hint = hint(error) {
+                    logger.warning("read of \(channel.name) failed: \(error); \(hint)")
+                    report(.event(.error(message: "read of \(channel.name) failed: \(error); \(hint)")))
+                } else {
+                    logger.warning("read of \(channel.name) failed: \(error)")
+                }
             }
         }
     }
@@ -492,7 +525,7 @@ struct SessionLoop {
     }
 
     private func executeJob(_ command: DeviceCommand) -> Job {
-        let inbox = self.inbox, gatt = env.gatt, id = command.id
+        let inbox = self.inbox, gatt = env.gatt, id = command.id, hint = securityHint
         guard let channel = channels[command.channel], let info = resolved[command.channel],
               let publisher = publishers[command.channel] else {
             return { inbox.yield(.commandFinished(id, .failed("channel \(command.channel) is not available"))) }
@@ -504,7 +537,7 @@ struct SessionLoop {
                     publisher.publishRead(try await gatt.read(characteristic: info.path))
                     inbox.yield(.commandFinished(id, .done))
                 } catch {
-                    inbox.yield(.commandFinished(id, Self.outcome(of: error, written: 0, what: "read")))
+                    inbox.yield(.commandFinished(id, Self.outcome(of: error, written: 0, what: "read", hint: hint(error))))
                 }
             }
         case .set(let bytes):
@@ -519,7 +552,8 @@ struct SessionLoop {
                     }
                     inbox.yield(.commandFinished(id, .done))
                 } catch {
-                    inbox.yield(.commandFinished(id, Self.outcome(of: error, written: written, what: "write")))
+                    inbox.yield(.commandFinished(id, Self.outcome(of: error, written: written, what: "write",
+                                                                 hint: hint(error))))
                 }
             }
         }
@@ -527,12 +561,25 @@ struct SessionLoop {
 
     /// A link that went is retried after the reconnection (unless part of a text was already written); anything
     /// else is the command's own failure.
-    private static func outcome(of error: BlueZError, written: Int, what: String) -> CommandScheduler.Outcome {
+    private static func outcome(of error: BlueZError, written: Int, what: String,
+                                hint: String? = nil) -> CommandScheduler.Outcome {
         switch FailureKind(error, stage: .operation) {
         case .notConnected, .deviceGone, .serviceUnknown, .bluezGone, .linkLost:
             return .linkLost(partial: written > 0)
         default:
-            return .failed("\(what) failed: \(error)")
+            return .failed("\(what) failed: \(error)" + (hint.map { "; \($0)" } ?? ""))
+        }
+    }
+
+    /// SPEC §9: a device configured without pairing whose operation failed for lack of authentication or
+    /// encryption gets told how to fix it; a device that pairs already does what it can.
+    private var securityHint: @Sendable (BlueZError) -> String? {
+        guard config.pairing.mode == .none else { return { _ in nil } }
+        let name = config.name
+        return { error in
+            error.suggestsPairing
+                ? "device \(name) seems to need pairing (insufficient authentication or encryption): set pairing: just_works or pairing: passkey in its config"
+                : nil
         }
     }
 }

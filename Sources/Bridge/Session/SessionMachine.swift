@@ -19,13 +19,18 @@ public struct SessionMachine: Sendable {
     /// The last `Connected` value seen.
     public private(set) var linkUp = false
     public private(set) var availability = AvailabilityTracker()
+    /// The device's `pairing` is not `none`: an unpaired device is paired before it is connected (SPEC §9).
+    public let pairingRequired: Bool
+    /// The last `Paired` value seen (false while the device object is unknown).
+    public private(set) var devicePaired = false
     private var onlineSince: ContinuousClock.Instant?
     private let jitter: @Sendable () -> Double
 
     /// `jitter` returns a value in [-1, 1] for each scheduled retry; inject a constant for deterministic tests.
-    public init(policy: ReconnectPolicy = .standard,
+    public init(policy: ReconnectPolicy = .standard, pairing: Bool = false,
                 jitter: @escaping @Sendable () -> Double = { Double.random(in: -1...1) }) {
         self.policy = policy
+        self.pairingRequired = pairing
         self.jitter = jitter
     }
 
@@ -70,6 +75,7 @@ public struct SessionMachine: Sendable {
             bluezPresent = false
             adapterPowered = false
             deviceKnown = false
+            devicePaired = false
             linkUp = false
             lose(reason: "bluetoothd gone", &out)
 
@@ -82,21 +88,26 @@ public struct SessionMachine: Sendable {
 
         case .deviceGone:
             deviceKnown = false
+            devicePaired = false
             switch state {
             case .waitingForSlot:
                 out.append(.releaseConnectSlot(generation))
                 startDiscovering(&out)
-            case .connecting, .resolvingServices, .subscribing, .online:
+            case .pairing, .connecting, .resolvingServices, .subscribing, .online:
                 fail(.deviceGone, now: now, &out)
             default:
                 break
             }
 
         case .connectSlotGranted(let g):
-            if state == .waitingForSlot && g == generation {
+            if state == .waitingForSlot && g == generation && pairingRequired && !devicePaired {
+                // Pair connects by itself and holds the slot until the link is up.
+                state = .pairing
+                out.append(.pair(g, timeout: policy.pairTimeout))
+            } else if state == .waitingForSlot && g == generation {
                 state = .connecting
                 out.append(.connect(g, timeout: policy.connectTimeout))
-            } else if !(state == .connecting && g == generation) {
+            } else if !((state == .connecting || state == .pairing) && g == generation) {
                 out.append(.releaseConnectSlot(g))    // a grant nobody waits for any more must not keep the slot
             }
 
@@ -108,6 +119,18 @@ public struct SessionMachine: Sendable {
                 out.append(.resolveServices(g, timeout: policy.resolveTimeout))
             } else if g != generation, state == .stopped || state.isBackoff {
                 out.append(.disconnect)               // a connect we gave up on succeeded late: drop that link
+            }
+
+        case .paired(let paired):
+            devicePaired = paired
+
+        case .pairSucceeded(let g):
+            if state == .pairing && g == generation {
+                devicePaired = true
+                state = .connecting
+                out.append(.connect(g, timeout: policy.connectTimeout))
+            } else if g != generation, state == .stopped || state.isBackoff {
+                out.append(.disconnect)               // a pairing we gave up on succeeded late: drop its link
             }
 
         case .connected:
@@ -239,7 +262,7 @@ public struct SessionMachine: Sendable {
             out.append(.stopDiscovery)
         case .waitingForSlot:
             out.append(.releaseConnectSlot(generation))
-        case .connecting:
+        case .connecting, .pairing:
             out.append(.releaseConnectSlot(generation))
             if disconnect { out.append(.disconnect) }
         case .resolvingServices, .subscribing:

@@ -11,6 +11,8 @@ public enum SessionState: Sendable, Hashable {
     case discovering
     /// Queued for the adapter's single connect slot.
     case waitingForSlot
+    /// Holding the connect slot, `Pair` in flight (a device with `pairing` that BlueZ does not list as paired).
+    case pairing
     /// Holding the connect slot, `Connect` in flight.
     case connecting
     case resolvingServices
@@ -23,7 +25,7 @@ public enum SessionState: Sendable, Hashable {
     /// States in which the current generation has work in flight whose failure the session accepts.
     var acceptsFailures: Bool {
         switch self {
-        case .discovering, .waitingForSlot, .connecting, .resolvingServices, .subscribing, .online: true
+        case .discovering, .waitingForSlot, .pairing, .connecting, .resolvingServices, .subscribing, .online: true
         case .stopped, .waitingForAdapter, .backoff: false
         }
     }
@@ -31,7 +33,7 @@ public enum SessionState: Sendable, Hashable {
     /// States in which a link to the device exists or is being made.
     var hasLink: Bool {
         switch self {
-        case .connecting, .resolvingServices, .subscribing, .online: true
+        case .pairing, .connecting, .resolvingServices, .subscribing, .online: true
         default: false
         }
     }

@@ -19,6 +19,10 @@ public struct GattReport: Sendable {
     public var address: BluetoothAddress
     public var name: String?
     public var services: [Service]
+    /// BlueZ's `Paired`/`Bonded`/`Trusted` of the device (SPEC §9).
+    public var paired = false
+    public var bonded = false
+    public var trusted = false
 
     /// Reads every readable characteristic of a connected, resolved device; a failed read is kept as an error, not
     /// fatal. `describe` words a BlueZ error (the CLI names the D-Bus error too).
@@ -40,7 +44,9 @@ public struct GattReport: Sendable {
             }
             services.append(Service(info: service.info, characteristics: characteristics))
         }
-        return GattReport(address: info.address, name: info.name, services: services)
+        var report = GattReport(address: info.address, name: info.name, services: services)
+        (report.paired, report.bonded, report.trusted) = (info.paired, info.bonded, info.trusted)
+        return report
     }
 
     /// The `inspect --json` object, also the `data` of the bridge API's `inspect` (SPEC §1, §7).
@@ -48,6 +54,9 @@ public struct GattReport: Sendable {
         .object([
             ("address", .string(address.description)),
             ("name", name.map(JSONValue.string) ?? .null),
+            ("paired", .bool(paired)),
+            ("bonded", .bool(bonded)),
+            ("trusted", .bool(trusted)),
             ("services", .array(services.map { service in
                 .object([
                     ("uuid", .string(service.info.uuid.uuidString)),

@@ -79,6 +79,8 @@ public struct ScanResults: Sendable {
                 ("name", device.name.map(JSONValue.string) ?? .null),
                 ("rssi", device.rssi.map(JSONValue.int) ?? .null),
                 ("services", .array(device.uuids.map { .string($0.uuidString) })),
+                ("paired", .bool(device.paired)),
+                ("bonded", .bool(device.bonded)),
             ])
         })
     }

@@ -18,6 +18,13 @@ final class FakeGATT: GATTClient, Sendable {
 
     struct State {
         var connects = 0
+        var pairs = 0
+        /// The object path BlueZ reports for the address (nil: the one the address gives), and the paths that
+        /// Pair and Connect were called on.
+        var reportedPath: String?
+        var calledPaths: [String] = []
+        /// Every read fails with this (nil: reads succeed).
+        var readError: BlueZError?
         var disconnects = 0
         var failConnects = 0
         var writes: [[UInt8]] = []
@@ -37,13 +44,15 @@ final class FakeGATT: GATTClient, Sendable {
         let delay = state.withLock { $0.lookupDelays.isEmpty ? nil : $0.lookupDelays.removeFirst() }
         if let delay { try? await Task.sleep(for: delay) }
         defer { state.withLock { $0.lookupsDone += 1 } }
-        return DeviceInfo(path: Self.devicePath, properties: ["Address": .string(address.description),
+        let path = state.withLock { $0.reportedPath } ?? Self.devicePath
+        return DeviceInfo(path: path, properties: ["Address": .string(address.description),
                                                        "Adapter": .objectPath(Self.adapterPath)])
     }
 
     func connect(device path: String, timeout: Duration) async throws(BlueZError) {
         let fail = state.withLock { s -> Bool in
             s.connects += 1
+            s.calledPaths.append(path)
             guard s.failConnects > 0 else { return false }
             s.failConnects -= 1
             return true
@@ -57,6 +66,13 @@ final class FakeGATT: GATTClient, Sendable {
 
     func removeDevice(_ path: String) async throws(BlueZError) {}
 
+    func pair(device path: String, timeout: Duration) async throws(BlueZError) {
+        state.withLock {
+            $0.pairs += 1
+            $0.calledPaths.append(path)
+        }
+    }
+
     func waitUntilServicesResolved(device path: String, timeout: Duration) async throws(BlueZError) -> GattTree {
         let service = GattServiceInfo(path: Self.devicePath + "/service0001",
                                       properties: ["UUID": .string("0000aaaa-0000-1000-8000-00805f9b34fb")])!
@@ -69,10 +85,11 @@ final class FakeGATT: GATTClient, Sendable {
     }
 
     func read(characteristic path: String) async throws(BlueZError) -> [UInt8] {
-        state.withLock { s in
+        let result = state.withLock { s -> Result<[UInt8], BlueZError> in
             s.reads += 1
-            return s.value
+            return s.readError.map { .failure($0) } ?? .success(s.value)
         }
+        return try result.get()
     }
 
     func write(characteristic path: String, _ value: [UInt8], type: GattWriteType) async throws(BlueZError) {

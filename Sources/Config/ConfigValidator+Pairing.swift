@@ -1,0 +1,55 @@
+/// The per-device pairing keys of SPEC §9: `pairing`, `passkey_file`, `passkey`.
+extension ConfigValidator {
+    static let pairingKeys = ["pairing", "passkey", "passkey_file"]
+
+    /// nil when something is wrong (reported at the offending key); `.none` when no key is given.
+    mutating func pairing(_ fields: MappingFields, context: String) -> PairingConfig? {
+        var mode = PairingMode.none
+        if let value = fields["pairing"] {
+            guard let text = string(value, key: "pairing", context: context) else { return nil }
+            guard let parsed = PairingMode(rawValue: text) else {
+                let choices = PairingMode.allCases.map(\.rawValue).joined(separator: ", ")
+                report(value, "pairing in \(context) must be one of \(choices), got \"\(text)\"")
+                return nil
+            }
+            mode = parsed
+        }
+        let inline = fields["passkey"], fileNode = fields["passkey_file"]
+        if inline != nil || fileNode != nil, mode != .passkey {
+            let key = fields.keyNode("passkey") ?? fields.keyNode("passkey_file")!
+            report(key, "\(inline != nil ? "passkey" : "passkey_file") in \(context) needs pairing: passkey")
+            return nil
+        }
+        guard mode == .passkey else { return PairingConfig(mode: mode) }
+        if inline != nil, fileNode != nil {
+            let later = fields.keyNode("passkey")!.line > fields.keyNode("passkey_file")!.line
+                ? fields.keyNode("passkey")! : fields.keyNode("passkey_file")!
+            report(later, "\(context) has both passkey and passkey_file; use one (passkey_file is preferred)")
+            return nil
+        }
+        if let inline {
+            // The text is never echoed: it is a secret even when malformed (a typo of the real one).
+            guard case .scalar(let text, _) = inline.content, !inline.isNull,
+                  PairingConfig.parsePasskey(text) != nil else {
+                report(inline, "passkey in \(context) must be six digits")
+                return nil
+            }
+            return PairingConfig(mode: .passkey, passkey: Secret(text))
+        }
+        guard let value = fileNode else {
+            let key = fields.keyNode("pairing")!
+            report(key, "\(context) has pairing: passkey but neither passkey_file nor passkey")
+            return nil
+        }
+        guard let path = nonEmptyString(value, key: "passkey_file", context: context) else { return nil }
+        let resolved = TextFile.resolve(path, relativeTo: file)
+        switch PairingConfig.readPasskey(file: resolved) {
+        case .failure(let problem):
+            report(value, problem.description)
+            return nil
+        case .success(let text):
+            return PairingConfig(mode: .passkey, passkey: Secret(text),
+                                 passkeyFile: SecretFile(path: resolved, mode: TextFile.permissions(resolved)))
+        }
+    }
+}
