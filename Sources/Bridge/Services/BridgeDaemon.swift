@@ -65,7 +65,7 @@ public struct BridgeDaemon: Sendable {
             HomeAssistantFeature(version: version, logger: logger),
             BridgeAPIFeature(version: version, started: .now, bluez: bluez, link: link, discovery: discovery,
                              logger: logger),
-            CommandReplyFeature(),
+            CommandReplyFeature(), FleetFeature(logger: logger),
         ]
         let core = BridgeCore(config: config, bluez: bluez, link: link, discovery: discovery, features: features,
                               logger: logger, statusChanged: statusChanged)

@@ -12,6 +12,8 @@ public enum DeviceReport: Sendable {
     case completed(DeviceCommand)
     /// What GATT Device Information (0x180A) says, read once per session.
     case identified(DeviceIdentity)
+    /// Fleet: the device was given up and is disconnected (`SessionAction.confirmRelease`).
+    case released
 }
 
 /// A command that was not carried out (SPEC §4 `B/bridge/log`, §6 reports, §7 replies).

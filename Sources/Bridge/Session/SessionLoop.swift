@@ -87,6 +87,7 @@ struct SessionLoop {
         case .command(let request):
             command(request, &jobs)
         case .republish(let states):
+            guard machine.connectAllowed else { break }    // fleet: the owner speaks for the device
             env.report(.availability(machine.isOnline))
             if let lastRSSI { env.report(.rssi(lastRSSI)) }
             if states { for publisher in publishers.values { publisher.republish() } }
@@ -275,6 +276,9 @@ struct SessionLoop {
             break       // the timer's generation is stale now: its firing is ignored
         case .emitEvent(let event):
             env.report(.event(event))
+        case .confirmRelease:
+            let report = env.report
+            afterCleanups(&jobs) { report(.released) }
         case .flushPendingCommands:
             scheduler.linkUp()
             pumpCommands(&jobs)
