@@ -146,6 +146,9 @@ public struct OwnershipMachine: Sendable {
         switch event {
         case .brokerConnected:
             brokerUp = true
+            // Resubscribing replays every retained record and state: what we knew may be stale or gone (a
+            // broker restart without persistence), so it is learnt again while listening.
+            record = nil
             offline = []
             claimPending = false
             strongerSince = nil
