@@ -133,8 +133,14 @@ def test_two_bridges_share_devices_then_fail_over(bench, run_gattbridge, periphe
     mqtt.publish(fleet.topic("serial", "serial", "set"), "hello fleet")
     serial.wait_for({"event": "line", "text": "hello fleet"}, 10)
     mqtt.wait_for(fleet.topic("serial", "serial"), "hello fleet", 10, since=mark)
-    time.sleep(1)  # noqa: a second write would arrive within a second of the first; this only observes its absence
+    # A second command: the owner writes in arrival order, so a repeat of the first would come before it; the other
+    # bridge never connected the module, so it could not have written at all.
+    mqtt.publish(fleet.topic("serial", "serial", "set"), "marker")
+    serial.wait_for({"event": "line", "text": "marker"}, 10)
     assert len(serial.events_matching({"event": "line", "text": "hello fleet"}, since=serial_mark)) == 1
+    events = [json.loads(m.text) for m in mqtt.received(fleet.topic("bridge", "event"))]
+    assert [e for e in events if e.get("device") == "serial" and e.get("type") == "connected"] == \
+        [{"type": "connected", "device": "serial"}], events
     assert not mqtt.received(fleet.bridges["a"].log, mark)
 
     # SIGKILL b: only its will speaks. a hears the serial module too (weaker) and takes it within 30 s.
@@ -227,6 +233,5 @@ def test_a_broker_restart_during_a_handover_ends_with_one_owner(bench, run_gattb
     # rule (b hears it stronger and claims first).
     owner = wait_single_owner(mqtt, fleet, wait_until, "strap", timeout=45)
     mqtt.wait_for(fleet.topic("strap", "availability"), "online", 30)
-    time.sleep(HANDOVER_AFTER + 2)  # noqa: observes that nothing moves after settling (no timer may undo it)
     assert fleet.owners("strap") == [owner]
     assert owner_of(mqtt, fleet, "strap") == owner

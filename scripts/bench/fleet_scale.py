@@ -96,13 +96,13 @@ def main() -> int:
             msgs = [m for m in mqtt.received(f"{BASE}/{name}/owner") if m.payload]
             return json.loads(msgs[-1].text)["bridge"] if msgs else None
 
-        def online(name: str, since: int = 0) -> bool:
-            msgs = mqtt.received(f"{BASE}/{name}/availability", since)
+        def online(name: str) -> bool:
+            msgs = mqtt.received(f"{BASE}/{name}/availability")
             return bool(msgs) and msgs[-1].text == "online"
 
-        def settled(since: int = 0) -> bool:
+        def settled() -> bool:
             return all(len(owners_from_logs(bridges, n)) == 1 and record(n) == owners_from_logs(bridges, n)[0]
-                       and online(n, since) for n in names)
+                       and online(n) for n in names)
 
         try:
             wait_until(settled, 180, "the fleet never settled")
@@ -135,7 +135,7 @@ def main() -> int:
         except TimeoutError as error:
             failures.append(f"{error}: {sorted(set(moved) - set(back))}")
         try:
-            wait_until(lambda: settled(mark), 60, "not every device owned once after the kill")
+            wait_until(settled, 60, "not every device owned once after the kill")
         except TimeoutError as error:
             failures.append(str(error))
         after = {n: record(n) for n in names}
