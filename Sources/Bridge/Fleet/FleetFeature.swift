@@ -89,6 +89,8 @@ struct FleetFeature: BridgeFeature {
                        oldTopics.base == topics.base {
                         machines[device.name] = kept
                     } else {
+                        // A new id or base topic: what the old machine owned is given up and claimed afresh.
+                        if old[device.name]?.owns == true { context.setOwnership(device.name, owned: false) }
                         machines[device.name] = OwnershipMachine(id: fleet.id, handoverAfter: fleet.handoverAfter)
                         if brokerUp { timers += feed(device.name, .brokerConnected) }
                     }

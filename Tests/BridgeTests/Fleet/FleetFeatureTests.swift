@@ -119,6 +119,25 @@ import Testing
         }
     }
 
+    /// A reload that renames the bridge gives its devices up (the core still believed it owned them) and claims
+    /// them again under the new id.
+    @Test func aNewIdGivesUpAndClaimsAgain() async throws {
+        let (lamp, _) = try devices()
+        try await withFeature(FleetFeature(logger: .init(label: "test"))) { host, link in
+            var requests = host.requestStream.makeAsyncIterator()
+            host.emit(.configApplied(old: nil, new: fleetConfig([lamp])))
+            try await eventually("subscribed") { link.filters.withLock { $0.count == 3 } }
+            host.emit(.brokerConnected)
+            host.emit(.sighting(lamp, -40))
+            guard case .ownership(_, true) = await requests.next() else { Issue.record("not owned"); return }
+            host.emit(.configApplied(old: fleetConfig([lamp]), new: fleetConfig([lamp], id: "z")))
+            host.emit(.sighting(lamp, -41))
+            guard case .ownership(_, false) = await requests.next() else { Issue.record("not given up"); return }
+            guard case .ownership(_, true) = await requests.next() else { Issue.record("not claimed again"); return }
+            #expect(link.payloads("b/lamp/owner").compactMap(FleetFeature.record).map(\.bridge) == ["a", "z"])
+        }
+    }
+
     @Test func theFeatureMarksADeviceOfflineWhenItsOwnersWillFires() async throws {
         let (lamp, _) = try devices()
         try await withFeature(FleetFeature(logger: .init(label: "test"))) { host, link in
