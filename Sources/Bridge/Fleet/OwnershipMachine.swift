@@ -238,7 +238,8 @@ public struct OwnershipMachine: Sendable {
                     out.append(.own(false))
                 } else if record?.bridge != id || record?.rssi != rssi ?? Self.unknownRSSI {
                     // Lost with the broker's retained state, or naming a dead bridge: ours, said again.
-                    publishRecord(rssi: rssi ?? Self.unknownRSSI, since: unixNow, now: now, &out)
+                    let since = record?.bridge == id ? record?.since ?? unixNow : unixNow
+                    publishRecord(rssi: rssi ?? Self.unknownRSSI, since: since, now: now, &out)
                 }
                 break
             }

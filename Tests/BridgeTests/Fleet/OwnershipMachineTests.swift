@@ -148,6 +148,28 @@ import Testing
         #expect(h.machine.owns)
     }
 
+    /// A broker restart without persistence: the owner keeps its device and publishes its record again.
+    @Test func anOwnerKeepsItsDeviceThroughABrokerRestartThatLostTheRecord() {
+        var h = OwnershipHarness(id: "a")
+        h.connect()
+        h.claimAndOwn()
+        let since = h.unixNow
+        h.send(.owner(OwnerRecord(bridge: "a", rssi: -60, since: since)))
+        h.send(.brokerDisconnected)
+        h.unixNow += 100
+        #expect(h.send(.brokerConnected) == [])
+        #expect(h.machine.owns)
+        #expect(h.send(.handoverRequested(by: "b", rssi: 0)) == [])    // not while the retained state is unknown
+        #expect(h.fire(.listen) == [.publishOwner(OwnerRecord(bridge: "a", rssi: -60, since: h.unixNow))])
+        #expect(h.machine.owns)
+        // With the record kept by the broker, nothing needs saying.
+        h.send(.brokerDisconnected)
+        h.send(.brokerConnected)
+        h.send(.owner(OwnerRecord(bridge: "a", rssi: -60, since: since)))
+        #expect(h.fire(.listen) == [])
+        #expect(h.machine.owns)
+    }
+
     @Test func aStaleTimerChangesNothing() {
         var h = OwnershipHarness(id: "a")
         h.connect()
