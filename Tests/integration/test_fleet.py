@@ -16,6 +16,7 @@ import signal
 import time
 
 from bench.bench import CENTRAL_ADDRESS
+from bench.peripherals import heart_rate
 
 from bridge_helpers import BASE, Bridge, assert_consecutive, channel, device, heart_rate_index, to_yaml
 
@@ -102,7 +103,7 @@ def wait_single_owner(mqtt, fleet: Fleet, wait_until, name: str, timeout: float 
 
 def test_two_bridges_share_devices_then_fail_over(bench, run_gattbridge, peripheral, mosquitto, mqtt, wait_until,
                                                  tmp_path):
-    strap = peripheral("heart_rate", STRAP, rate=5)
+    peripheral("heart_rate", STRAP, rate=5)
     serial = peripheral("hm10", SERIAL)
     fleet = Fleet(bench, run_gattbridge, mosquitto, tmp_path, [strap_device(), serial_device()], 2)
     # a hears the strap best, b the serial module: each gets one.
@@ -124,7 +125,6 @@ def test_two_bridges_share_devices_then_fail_over(bench, run_gattbridge, periphe
     mark = mqtt.mark()
     wait_until(lambda: len(mqtt.received(fleet.topic("strap", "heart_rate"), mark)) >= 10, 15, "no heart rate")
     indices = [heart_rate_index(m.text) for m in mqtt.received(fleet.topic("strap", "heart_rate"), mark)]
-    from bench.peripherals import heart_rate
     assert_consecutive(indices, len(heart_rate.SEQUENCE))
 
     # A command is executed once, by the owner.
