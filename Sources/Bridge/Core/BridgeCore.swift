@@ -115,6 +115,7 @@ public actor BridgeCore {
                 case .completed(let command): host.emit(.completed(command))
                 case .identified(let identity): host.emit(.identified(device, identity))
                 case .released: host.emit(.released(device))
+                case .unseen: if ownership.isFleet { host.emit(.sighting(device, nil)) }
                 }
             })
         let session = DeviceSession(config: device, environment: environment, adapter: adapter,

@@ -113,7 +113,7 @@ struct FleetFeature: BridgeFeature {
                 return feedAll(.brokerDisconnected)
 
             case .event(.sighting(let device, let rssi)):
-                return feed(device.name, .sighting(rssi))
+                return feed(device.name, rssi.map { .sighting($0) } ?? .unseen)
 
             case .event(.released(let device)):
                 return feed(device.name, .released)

@@ -35,6 +35,8 @@ public enum OwnershipEvent: Sendable, Hashable {
     case bridgeState(String, online: Bool)
     /// This bridge saw the device with this RSSI.
     case sighting(Int)
+    /// This bridge no longer hears the device (BlueZ dropped it): it is no candidate for a claim or a handover.
+    case unseen
     /// Another bridge asks the owner to hand the device over (`B/D/owner/request`).
     case handoverRequested(by: String, rssi: Int)
     /// The session gave the device up and is disconnected.
@@ -59,7 +61,8 @@ public enum OwnershipAction: Sendable, Hashable {
 /// `offline`), and the non-retained handover request. The rules:
 ///
 /// - claim when there is no live owner (no record, or its bridge's state is `offline`) and this bridge sees the
-///   device; the claim waits `claimDelay` (shorter for a stronger signal), so the bridge that hears the device best
+///   device (it reported an RSSI that BlueZ has not dropped since: a sighting from long ago must not win a claim
+///   against a bridge that hears the device now); the claim waits `claimDelay` (shorter for a stronger signal), so the bridge that hears the device best
 ///   usually claims alone;
 /// - a claim is published, then settles for `settleTime`: only then does the bridge connect;
 /// - hand over when this bridge has seen the device ≥ `handoverMargin` dB stronger than the owner reports, without a
@@ -189,6 +192,12 @@ public struct OwnershipMachine: Sendable {
         case .sighting(let value):
             rssi = value
             sighted(now: now, unixNow: unixNow, &out)
+
+        case .unseen:
+            rssi = nil
+            strongerSince = nil
+            bump(.handover)
+            if state == .idle { claimPending = false; bump(.claim) }
 
         case .handoverRequested(let challenger, let theirs):
             guard state == .owned, !listeningWhileOwned, challenger != id, !offline.contains(challenger) else { break }

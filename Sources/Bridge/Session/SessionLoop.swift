@@ -172,6 +172,10 @@ struct SessionLoop {
             noteRSSI(info.rssi)
         case .deviceRemoved(let path, _) where path == devicePath:
             drive(.deviceGone, &jobs)
+            if lastRSSI != nil {
+                lastRSSI = nil
+                env.report(.unseen)
+            }
         case .deviceChanged(let info, let changed) where info.adapterPath == adapterPath:
             if changed.contains("Connected") { drive(info.connected ? .connected : .disconnected, &jobs) }
             if changed.contains("RSSI") { noteRSSI(info.rssi) }

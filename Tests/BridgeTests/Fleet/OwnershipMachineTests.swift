@@ -170,6 +170,27 @@ import Testing
         #expect(h.machine.owns)
     }
 
+    @Test func aDeviceNoLongerHeardIsNotClaimed() {
+        var h = OwnershipHarness(id: "a")
+        h.connect(record: b, rssi: -50)
+        h.send(.bridgeState("b", online: false))
+        #expect(h.isArmed(.claim))
+        h.send(.unseen)
+        #expect(h.fire(.claim) == [])
+        #expect(h.published().isEmpty)
+        h.send(.sighting(-70))                                    // heard again
+        #expect(h.fire(.claim)?.first == .publishOwner(OwnerRecord(bridge: "a", rssi: -70, since: h.unixNow)))
+    }
+
+    @Test func aDeviceNoLongerHeardEndsTheHandoverWindow() {
+        var h = OwnershipHarness(id: "a")
+        h.connect(record: b, rssi: -50)                           // 20 dB over b's report
+        let window = h.take(.handover)!
+        h.send(.unseen)
+        #expect(h.send(window) == [])
+        #expect(h.state == .idle)
+    }
+
     @Test func aStaleTimerChangesNothing() {
         var h = OwnershipHarness(id: "a")
         h.connect()

@@ -53,3 +53,35 @@ import Testing
         }
     }
 }
+
+@Suite struct SessionUnseenTests {
+    @Test func aDeviceBlueZDropsAfterASightingIsReportedUnseenOnce() async throws {
+        let t = SessionReleaseTests()
+        let session = try t.session(owned: false)
+        let info = try #require(DeviceInfo(path: FakeGATT.devicePath, properties: [
+            "Address": .string(FakeGATT.address.description), "Adapter": .objectPath(FakeGATT.adapterPath),
+            "RSSI": .int16(-61),
+        ]))
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await session.run() }
+            session.send(.device(.deviceChanged(info, changed: ["RSSI"])))
+            session.send(.device(.deviceRemoved(path: FakeGATT.devicePath, address: FakeGATT.address)))
+            session.send(.device(.deviceRemoved(path: FakeGATT.devicePath, address: FakeGATT.address)))
+            session.send(.device(.deviceChanged(info, changed: ["RSSI"])))
+            try await eventually("heard again") {
+                t.recorder.reports.withLock { $0.filter { if case .rssi = $0 { true } else { false } }.count } == 2
+            }
+            await session.stop()
+            let kinds = t.recorder.reports.withLock { reports in
+                reports.compactMap { report -> String? in
+                    switch report {
+                    case .rssi(let value): "rssi \(value)"
+                    case .unseen: "unseen"
+                    default: nil
+                    }
+                }
+            }
+            #expect(kinds == ["rssi -61", "unseen", "rssi -61"])
+        }
+    }
+}
