@@ -126,6 +126,8 @@ public struct OwnershipMachine: Sendable {
     private var strongerSince: ContinuousClock.Instant?
     private var lastPublish: ContinuousClock.Instant?
     private var tokens: [OwnershipTimer: UInt64] = [:]
+    /// Listening after a reconnect while owning: the device stays connected until the retained state is known.
+    private var listeningWhileOwned = false
 
     public init(id: String, handoverAfter: Duration = .seconds(30)) {
         self.id = id
@@ -223,9 +225,6 @@ public struct OwnershipMachine: Sendable {
         }
         return out
     }
-
-    /// Listening after a reconnect while owning: the device stays connected until the retained state is known.
-    private var listeningWhileOwned = false
 
     // MARK: - Rules
 
