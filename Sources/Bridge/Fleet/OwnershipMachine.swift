@@ -61,8 +61,8 @@ public enum OwnershipAction: Sendable, Hashable {
 /// `offline`), and the non-retained handover request. The rules:
 ///
 /// - claim when there is no live owner (no record, or its bridge's state is `offline`) and this bridge sees the
-///   device (it reported an RSSI that BlueZ has not dropped since: a sighting from long ago must not win a claim
-///   against a bridge that hears the device now); the claim waits `claimDelay` (shorter for a stronger signal), so the bridge that hears the device best
+///   device (it reported an RSSI, and a new one since BlueZ last dropped the device: a sighting from long ago must
+///   not win a claim against a bridge that hears the device now); the claim waits `claimDelay` (shorter for a stronger signal), so the bridge that hears the device best
 ///   usually claims alone;
 /// - a claim is published, then settles for `settleTime`: only then does the bridge connect;
 /// - hand over when this bridge has seen the device ≥ `handoverMargin` dB stronger than the owner reports, without a

@@ -172,10 +172,7 @@ struct SessionLoop {
             noteRSSI(info.rssi)
         case .deviceRemoved(let path, _) where path == devicePath:
             drive(.deviceGone, &jobs)
-            if lastRSSI != nil {
-                lastRSSI = nil
-                env.report(.unseen)
-            }
+            if lastRSSI != nil { env.report(.unseen) }    // fleet: no longer a sighting (until the RSSI changes)
         case .deviceChanged(let info, let changed) where info.adapterPath == adapterPath:
             if changed.contains("Connected") { drive(info.connected ? .connected : .disconnected, &jobs) }
             if changed.contains("RSSI") { noteRSSI(info.rssi) }
