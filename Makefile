@@ -191,6 +191,14 @@ $(FLOOR_BIN): bench/floor/relay.c
 bench: setup bench-build
 	GATTBRIDGE_BIN=$(CURDIR)/$(BENCH_BIN) FLOOR_RELAY_BIN=$(CURDIR)/$(FLOOR_BIN) \
 		$(PYTHON) scripts/bench/run_bench.py $(BENCH_ARGS)
+	$(MAKE) bench-fleet
+
+# The fleet at scale (README "Several bridges"): 3 bridges x 30 simulated peripherals on one BlueZoo and broker,
+# every device owned once, then the time from an owner's SIGKILL to its devices online elsewhere. FLEET_ARGS=…
+# (--devices N --bridges N --seed N). JSON in .bench/fleet-latest.json.
+.PHONY: bench-fleet
+bench-fleet: setup bench-build
+	GATTBRIDGE_BIN=$(CURDIR)/$(BENCH_BIN) $(PYTHON) scripts/bench/fleet_scale.py $(FLEET_ARGS)
 
 # make soak DURATION=600 (seconds; SOAK_DURATION works too). Exit status 1 on a crash, a loss, an unrecovered fault
 # or growing RSS. Report on stdout, JSON in .bench/soak-latest.json.

@@ -320,6 +320,12 @@ class BlueZoo:
         self.adapters[id] = address
         return f"hci{id}"
 
+    def set_rssi(self, adapter_address: str, peer_address: str, rssi: int) -> None:
+        """The RSSI at which the adapter at `adapter_address` hears the peripheral at `peer_address` (bench control
+        of bluezoo_patched.py; effective at once, also for devices reported later). Not kept across restart()."""
+        self.bus.call("org.bluez", "/org/bluezoo/bench/rssi", "org.bluezoo.BenchRSSI1", "SetRSSI", "ssn",
+                      adapter_address, peer_address, rssi)
+
     def _add(self, id: int, address: str, timeout: float) -> None:
         # org.bluezoo.Manager1.AddAdapter(y id, s address) → /org/bluez/hci<id>
         self.bus.call("org.bluez", "/org/bluezoo", "org.bluezoo.Manager1", "AddAdapter", "ys", id, address)

@@ -37,6 +37,8 @@ replaced at start-up. Each patch says what is wrong in 1.0.2 and why the bench n
      passes a remote device's empty notification to an AcquireNotify client.
   6. discovery — every StartDiscovery started one more scan task (the old one leaked), and StopDiscovery by
      one client stopped discovery for all. Fixed: one task per adapter; discovery stops with its last client.
+
+Bench control (not a fix): per-adapter RSSI of a peripheral, settable at run time over D-Bus (see its section).
 """
 
 from __future__ import annotations
@@ -416,6 +418,62 @@ async def _stop_discovering(self: Adapter) -> None:
     await _original_stop_discovering(self)
 
 
+# --- bench control: per-adapter RSSI ------------------------------------------------------------------------
+# BlueZoo reports every device with RSSI 0 and never changes it, so nothing can tell a near adapter from a far
+# one. This bench-only control (not a fix of BlueZoo: bluetoothd has nothing like it) gives each (scanning adapter,
+# peripheral) pair an RSSI, settable at run time over D-Bus, so a test can move a peripheral towards another
+# central:  org.bluezoo.BenchRSSI1.SetRSSI(s adapter_address, s peer_address, n rssi) on /org/bluezoo/bench/rssi.
+# The device object already on that adapter gets the value at once (PropertiesChanged on Device1, as bluetoothd
+# signals a new advert's RSSI); a device reported later starts with it. Pairs never set keep BlueZoo's 0.
+
+DEVICE_IFACE = "org.bluez.Device1"
+_RSSI: dict[tuple[str, str], int] = {}
+
+
+class BenchRSSI(sdbus.DbusInterfaceCommonAsync, interface_name="org.bluezoo.BenchRSSI1"):
+    def __init__(self, mock):
+        super().__init__()
+        self.mock = mock
+
+    @sdbus.dbus_method_async(input_signature="ssn", input_args_names=["adapter", "peer", "rssi"],
+                             flags=sdbus.DbusUnprivilegedFlag)
+    async def SetRSSI(self, adapter: str, peer: str, rssi: int) -> None:
+        adapter, peer = adapter.upper(), peer.upper()
+        _RSSI[(adapter, peer)] = rssi
+        for scanner in self.mock.adapters.values():
+            if scanner.address.upper() != adapter:
+                continue
+            for device in list(scanner.devices.values()):
+                if device.address.upper() == peer and device.rssi != rssi:
+                    device.rssi = rssi
+                    try:
+                        device.properties_changed.emit((DEVICE_IFACE, {"RSSI": ("n", rssi)}, []))
+                    except Exception:  # noqa: BLE001 - unexported meanwhile
+                        pass
+
+
+_original_mock_init = bluezoo_main.BluezMockService.__init__
+_original_add_device = Adapter.add_device
+
+
+def _mock_init(self, *args, **kwargs):
+    _original_mock_init(self, *args, **kwargs)
+    self.bench_rssi = BenchRSSI(self)
+    self.bench_rssi.export_to_dbus("/org/bluezoo/bench/rssi")
+
+
+async def _add_device(self: Adapter, device: Device):
+    rssi = _RSSI.get((self.address.upper(), device.address.upper()))
+    if rssi is not None:
+        device.rssi = rssi
+    await _original_add_device(self, device)
+
+
+def _patch_rssi() -> None:
+    bluezoo_main.BluezMockService.__init__ = _mock_init
+    Adapter.add_device = _add_device
+
+
 # --- wiring ------------------------------------------------------------------------------------------------
 
 def _patch_connection() -> None:
@@ -438,6 +496,7 @@ PATCHES = {
     "3": _patch_manufacturer_data_signature,
     "4": _patch_notify,          # 4 and 5 share the notify session code
     "6": _patch_discovery,
+    "rssi": _patch_rssi,         # bench control, not a fix
 }
 
 

@@ -10,6 +10,8 @@ public struct BridgeConfig: Sendable, Equatable {
     public var stateDir: String
     /// `bridge_api`: whether `B/bridge/request/#` is served.
     public var bridgeAPI: Bool
+    /// `bridge:`: set when this bridge is one of a fleet sharing the broker (SPEC §10); nil for a lone bridge.
+    public var fleet: FleetSettings?
 
     public static let defaultStateDir = "/var/lib/gattbridge"
 

@@ -1,6 +1,6 @@
 /// The top-level keys of the bridge API (SPEC §7): `state_dir` and `bridge_api`.
 extension ConfigValidator {
-    static let bridgeKeys = ["state_dir", "bridge_api"]
+    static let bridgeKeys = ["state_dir", "bridge_api", "bridge"]
 
     mutating func bridgeSettings(_ fields: MappingFields, into config: inout BridgeConfig) {
         if let value = fields["state_dir"], let text = nonEmptyString(value, key: "state_dir", context: "the top level") {
@@ -13,6 +13,11 @@ extension ConfigValidator {
         }
         if let value = fields["bridge_api"], let enabled = bool(value, key: "bridge_api", context: "the top level") {
             config.bridgeAPI = enabled
+        }
+        if let node = fields["bridge"] {
+            let fleet = fleetSettings(node)
+            config.fleet = fleet
+            config.mqtt.bridgeID = fleet.id    // after `mqtt:`: the will's topic depends on it
         }
     }
 }

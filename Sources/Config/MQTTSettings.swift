@@ -13,6 +13,9 @@ public struct MQTTSettings: Sendable, Equatable, CustomStringConvertible {
     public var protocolVersion: MQTTProtocolVersion
     /// Seconds.
     public var keepalive: Int
+    /// `bridge.id` when the bridge is in a fleet (SPEC §10): it names the state topic the will goes to, so it lives
+    /// with the client's settings (a change needs a new client).
+    public var bridgeID: String?
 
     /// `port` nil means 1883, or 8883 when `tls` is set; `clientID` nil means gattbridge-<hostname>.
     public init(host: String = "localhost", port: Int? = nil, clientID: String? = nil, username: String? = nil,

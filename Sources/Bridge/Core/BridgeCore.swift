@@ -27,6 +27,8 @@ public actor BridgeCore {
     private let spawner: AsyncStream<DeviceSession>.Continuation
     /// Retained command topics already reported, so a retained command is reported once, not at every reconnect.
     private var reportedRetained: Set<String> = []
+    /// Fleet (SPEC §10): the devices this bridge owns, as the `FleetFeature` decides.
+    private let ownership: OwnershipBoard
 
     public init(config: BridgeConfig, bluez: BlueZClient, link: MQTTLink, discovery: DiscoveryCoordinator,
                 features: [any BridgeFeature], logger: Logger, statusChanged: @escaping @Sendable () -> Void = {}) {
@@ -42,10 +44,11 @@ public actor BridgeCore {
             return (feature, events, context)
         }
         self.board = AvailabilityBoard(changed: statusChanged)
+        self.ownership = OwnershipBoard(fleet: config.fleet != nil)
         (spawns, spawner) = AsyncStream.makeStream(of: DeviceSession.self)
     }
 
-    var topics: BridgeTopics { BridgeTopics(base: config.mqtt.baseTopic) }
+    var topics: BridgeTopics { BridgeTopics(settings: config.mqtt) }
 
     // MARK: - Life
 
@@ -96,7 +99,7 @@ public actor BridgeCore {
     }
 
     private func startSession(_ device: DeviceConfig, bluezAvailable: Bool) {
-        let host = self.host, board = self.board
+        let host = self.host, board = self.board, ownership = self.ownership
         let environment = SessionEnvironment(
             gatt: bluez, gate: gate, discovery: discovery, publisher: link, topics: topics, logger: logger,
             report: { report in
@@ -104,15 +107,19 @@ public actor BridgeCore {
                 case .availability(let online):
                     board.set(device.name, online: online)
                     host.emit(.availability(device, online: online))
-                case .rssi(let rssi): host.emit(.rssi(device, rssi))
+                case .rssi(let rssi):
+                    if ownership.isFleet { host.emit(.sighting(device, rssi)) }
+                    if ownership.owns(device.name) { host.emit(.rssi(device, rssi)) }
                 case .event(let event): host.emit(.deviceEvent(device, event))
                 case .rejected(let rejection): host.emit(.rejected(rejection))
                 case .completed(let command): host.emit(.completed(command))
                 case .identified(let identity): host.emit(.identified(device, identity))
+                case .released: host.emit(.released(device))
+                case .unseen: if ownership.isFleet { host.emit(.sighting(device, nil)) }
                 }
             })
         let session = DeviceSession(config: device, environment: environment, adapter: adapter,
-                                    bluezAvailable: bluezAvailable)
+                                    bluezAvailable: bluezAvailable, owned: ownership.owns(device.name))
         sessions[device.name] = session
         byAddress[device.address] = session
         board.register(device.name)
@@ -128,6 +135,11 @@ public actor BridgeCore {
         switch request {
         case .republish(let states):
             for session in sessions.values { session.send(.republish(states: states)) }
+        case .ownership(let name, let owned):
+            guard ownership.set(name, owned: owned), let session = sessions[name] else { break }
+            logger.notice("\(owned ? "owning" : "giving up") device \(name)")
+            session.send(.machine(.ownership(owned)))
+            host.emit(.ownership(session.config, owned: owned))
         }
     }
 
@@ -223,6 +235,8 @@ public actor BridgeCore {
               let session = sessions[device.name] else {
             return reject(message, "unknown device \(deviceLevel)")
         }
+        // Fleet: the owner executes it (SPEC §10); every bridge receives it, so the others stay silent.
+        guard ownership.owns(device.name) else { return }
         guard let channel = device.channels.first(where: { $0.topicLevel == channelLevel }) else {
             return reject(message, "unknown channel \(channelLevel) on device \(device.name)")
         }
@@ -265,7 +279,7 @@ public actor BridgeCore {
     /// sessions start; devices whose config did not change keep their session and connection.
     public func apply(_ new: BridgeConfig, mqttReplaced: Bool = false) async {
         let old = config
-        let oldTopics = BridgeTopics(base: old.mqtt.baseTopic)
+        let oldTopics = BridgeTopics(settings: old.mqtt)
         let newByName = Dictionary(new.devices.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         let baseChanged = old.mqtt.baseTopic != new.mqtt.baseTopic
         let leaving = old.devices.filter { baseChanged || newByName[$0.name] != $0 }
@@ -278,13 +292,19 @@ public actor BridgeCore {
         }
         for device in leaving {
             board.remove(device.name)
+            logger.notice("device \(device.name) stopped (removed or changed)")
+            // Fleet: the retained topics of a device another bridge owns are that bridge's (SPEC §10).
+            guard ownership.owns(device.name) else { continue }
             for channel in device.channels where channel.retain {
                 link.publish(oldTopics.state(device, channel), "", qos: 1, retain: true)
             }
             host.emit(.deviceRemoved(device, topics: oldTopics))
-            logger.notice("device \(device.name) stopped (removed or changed)")
         }
         config = new
+        if ownership.setFleet(new.fleet != nil) {
+            // Joining a fleet gives every device up until the fleet says otherwise; leaving takes them all.
+            for session in sessions.values { session.send(.machine(.ownership(new.fleet == nil))) }
+        }
         let available = await bluez.isAvailable
         for device in new.devices where sessions[device.name] == nil {
             startSession(device, bluezAvailable: available)
@@ -296,7 +316,7 @@ public actor BridgeCore {
         // A new client gets its subscriptions from `clientReplaced`; an unchanged one keeps them (subscribing again
         // would replay retained messages).
         if baseChanged && !mqttReplaced { subscribeCommands() }
-        if baseChanged {
+        if baseChanged || oldTopics.bridgeState != topics.bridgeState {
             link.publish(oldTopics.bridgeState, "", qos: 1, retain: true)
             link.publish(topics.bridgeState, "online", qos: 1, retain: true)
         }

@@ -33,4 +33,9 @@ public struct FeatureContext: Sendable {
     public func requestRepublish(states: Bool) {
         host.requests.yield(.republish(states: states))
     }
+
+    /// Fleet (SPEC §10): tells the core whether this bridge owns the device named `device`.
+    public func setOwnership(_ device: String, owned: Bool) {
+        host.requests.yield(.ownership(device: device, owned: owned))
+    }
 }

@@ -3,12 +3,20 @@ import Config
 /// Every MQTT topic the bridge uses, built in one place so the topic layout of SPEC §4 cannot drift between features.
 public struct BridgeTopics: Sendable, Equatable {
     public let base: String
+    /// `bridge.id` in a fleet (SPEC §10): the bridge's state moves to `B/bridge/<id>/state`.
+    public let bridgeID: String?
 
-    public init(base: String) {
+    public init(base: String, bridgeID: String? = nil) {
         self.base = base
+        self.bridgeID = bridgeID
     }
 
-    public var bridgeState: String { "\(base)/bridge/state" }
+    /// The topics of a client with these settings (fleet-aware).
+    public init(settings: MQTTSettings) {
+        self.init(base: settings.baseTopic, bridgeID: settings.bridgeID)
+    }
+
+    public var bridgeState: String { bridgeID.map { bridgeState(of: $0) } ?? "\(base)/bridge/state" }
     public var bridgeEvent: String { "\(base)/bridge/event" }
     public var bridgeLog: String { "\(base)/bridge/log" }
 
@@ -19,6 +27,32 @@ public struct BridgeTopics: Sendable, Equatable {
     }
     public func set(_ device: DeviceConfig, _ channel: ChannelConfig) -> String { state(device, channel) + "/set" }
     public func get(_ device: DeviceConfig, _ channel: ChannelConfig) -> String { state(device, channel) + "/get" }
+
+    // MARK: Fleet (SPEC §10)
+
+    public func bridgeState(of id: String) -> String { "\(base)/bridge/\(id)/state" }
+    public func owner(_ device: DeviceConfig) -> String { "\(base)/\(device.topicLevel)/owner" }
+    public var ownerFilter: String { "\(base)/+/owner" }
+    public var bridgeStateFilter: String { "\(base)/bridge/+/state" }
+
+    /// The bridge id of `B/bridge/<id>/state`; nil for any other topic.
+    public func parseBridgeState(_ topic: String) -> String? {
+        let levels = levels(topic)
+        guard levels?.count == 3, levels?[0] == "bridge", levels?[2] == "state" else { return nil }
+        return levels?[1]
+    }
+
+    /// The device level of `B/D/owner`; nil for any other topic.
+    public func parseOwner(_ topic: String) -> String? {
+        let levels = levels(topic)
+        guard levels?.count == 2, levels?[1] == "owner" else { return nil }
+        return levels?[0]
+    }
+
+    private func levels(_ topic: String) -> [String]? {
+        guard topic.hasPrefix(base + "/") else { return nil }
+        return topic.dropFirst(base.count + 1).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+    }
 
     /// Filters the bridge subscribes to for commands.
     public var commandFilters: [String] { ["\(base)/+/+/set", "\(base)/+/+/get"] }

@@ -27,6 +27,13 @@ public enum CoreEvent: Sendable {
     case completed(DeviceCommand)
     /// A message on a topic filter this feature subscribed to.
     case message(MQTTMessage)
+    /// Fleet (SPEC §10): this bridge's own sighting of a device, owned or not (`rssi` is only for owned devices);
+    /// nil when BlueZ dropped the device (not heard for a while).
+    case sighting(DeviceConfig, Int?)
+    /// Fleet: this bridge took (`owned`) or gave up a device.
+    case ownership(DeviceConfig, owned: Bool)
+    /// Fleet: a device given up is disconnected and its offline said; the release can be published.
+    case released(DeviceConfig)
     /// The bridge is shutting down; the broker connection is still up.
     case stopping
 }

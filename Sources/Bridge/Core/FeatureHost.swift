@@ -11,6 +11,8 @@ protocol BrokerLink: MessagePublisher {
 /// What a feature asks of the core.
 enum CoreRequest: Sendable {
     case republish(states: Bool)
+    /// Fleet: this bridge now owns `device` (by name), or no longer does.
+    case ownership(device: String, owned: Bool)
 }
 
 /// Fans the core's events out to the features (one stream each, so a slow feature delays only itself) and routes

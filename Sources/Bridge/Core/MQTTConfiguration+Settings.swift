@@ -5,7 +5,7 @@ extension MQTTConfiguration {
     /// The client configuration for the config file's `mqtt:` section; the will marks the bridge `offline` when the
     /// connection drops without a clean shutdown.
     public init(settings: MQTTSettings) {
-        let topics = BridgeTopics(base: settings.baseTopic)
+        let topics = BridgeTopics(settings: settings)
         self.init(
             host: settings.host, port: settings.port, clientID: settings.clientID,
             username: settings.username, password: settings.password?.value,

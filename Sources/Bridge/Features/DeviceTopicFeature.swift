@@ -38,6 +38,9 @@ struct DeviceTopicFeature: BridgeFeature {
                     for (topic, payload) in last.values { context.publish(topic, payload, qos: 1, retain: true) }
                 }
                 connectedBefore = true
+            case .released(let device):
+                // Fleet: given up; its topics are the next owner's to keep (a reconnect must not replay ours).
+                last[device.name] = nil
             case .deviceRemoved(let device, let oldTopics):
                 last[device.name] = nil
                 context.publish(topic(oldTopics, device), "", qos: 1, retain: true)

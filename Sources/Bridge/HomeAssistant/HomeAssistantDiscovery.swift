@@ -57,6 +57,12 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         return Set(config.devices.flatMap { device in entities(of: device).map { topic(device, $0) } })
     }
 
+    /// The config topics of one device (fleet: a bridge clears only those of devices it owns).
+    public func configTopics(of device: DeviceConfig) -> Set<String> {
+        guard isEnabled else { return [] }
+        return Set(entities(of: device).map { topic(device, $0) })
+    }
+
     /// After a reload: the configs the old config published that the new one does not, to clear with `""`.
     /// Empty when the new config disables Home Assistant support: then the bridge publishes nothing for Home
     /// Assistant at all (SPEC), removals included.
@@ -133,7 +139,10 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         }
         var origin: [(String, JSONValue)] = [("name", "gattbridge"), ("sw_version", .string(version))]
         if let supportURL { origin.append(("support_url", .string(supportURL))) }
-        let availability: JSONValue = .array([topics.bridgeState, topics.availability(device)].map { topic in
+        // In a fleet the device's availability alone: the owner, whichever it is, keeps it true (SPEC §10), and a
+        // config naming one bridge's state would differ between bridges.
+        let sources = config.fleet == nil ? [topics.bridgeState, topics.availability(device)] : [topics.availability(device)]
+        let availability: JSONValue = .array(sources.map { topic in
             .object([("topic", .string(topic)), ("payload_available", "online"), ("payload_not_available", "offline")])
         })
         let tail: [(String, JSONValue)] = [("device", .object(deviceBlock)), ("origin", .object(origin))]

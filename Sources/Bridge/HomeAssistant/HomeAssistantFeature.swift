@@ -23,12 +23,16 @@ struct HomeAssistantFeature: BridgeFeature {
         /// Config topics published by this process: one not among them is new to Home Assistant (SPEC §12).
         var announced: Set<String> = []
         var pendingStates = false
+        /// Fleet (SPEC §10): the devices this bridge owns, the only ones it publishes or clears configs for.
+        var owned: Set<String> = []
+        func speaksFor(_ device: DeviceConfig) -> Bool { discovery?.config.fleet == nil || owned.contains(device.name) }
 
         /// Publishes every config; true when one of them was never published before by this process.
         func publishAll() -> Bool {
             guard let discovery, discovery.isEnabled else { return false }
             var fresh = false
-            for message in discovery.messages(deviceInfo: identities) {
+            let devices = discovery.config.devices.filter(speaksFor)
+            for message in devices.flatMap({ discovery.messages(for: $0, identity: identities[$0.name]) }) {
                 context.publish(message.topic, message.payload, qos: 1, retain: true)
                 fresh = announced.insert(message.topic).inserted || fresh
             }
@@ -48,7 +52,13 @@ struct HomeAssistantFeature: BridgeFeature {
                 let next = HomeAssistantDiscovery(config: config, version: version)
                 discovery = next
                 if let previous {
-                    for topic in next.removedTopics(old: previous) {
+                    var removed = next.removedTopics(old: previous)
+                    if previous.config.fleet != nil {
+                        let ours = previous.config.devices.filter { owned.contains($0.name) }
+                            .reduce(into: Set<String>()) { $0.formUnion(previous.configTopics(of: $1)) }
+                        removed = removed.filter(ours.contains)
+                    }
+                    for topic in removed {
                         context.publish(topic, "", qos: 1, retain: true)
                         announced.remove(topic)
                     }
@@ -65,6 +75,15 @@ struct HomeAssistantFeature: BridgeFeature {
                 if publishAll() { return statesSoon() }
             case .event(.brokerConnected):
                 if publishAll() { return statesSoon() }
+            case .event(.ownership(let device, let isOwned)):
+                if isOwned { owned.insert(device.name) } else { owned.remove(device.name) }
+                guard isOwned, let discovery, discovery.isEnabled else { break }
+                var fresh = false
+                for message in discovery.messages(for: device, identity: identities[device.name]) {
+                    context.publish(message.topic, message.payload, qos: 1, retain: true)
+                    fresh = announced.insert(message.topic).inserted || fresh
+                }
+                if fresh { return statesSoon() }
             case .event(.identified(let device, let identity)):
                 identities[device.name] = identity
                 guard let discovery, discovery.isEnabled else { break }
@@ -99,7 +118,8 @@ struct HomeAssistantFeature: BridgeFeature {
     /// to clear.
     static func isStaleOwnConfig(_ message: MQTTMessage, discovery: HomeAssistantDiscovery,
                                  announced: Set<String>) -> Bool {
-        guard message.retain, !message.payload.isEmpty, !announced.contains(message.topic),
+        // Fleet: a leftover may be another bridge's device; it is never this bridge's to clear (SPEC §10).
+        guard discovery.config.fleet == nil, message.retain, !message.payload.isEmpty, !announced.contains(message.topic),
               !discovery.configTopics().contains(message.topic),
               HomeAssistantDiscovery.isOwnDiscoveryTopic(message.topic, prefix: discovery.discoveryPrefix),
               let json = try? JSONValue.parse(message.payloadString),

@@ -67,6 +67,7 @@ public struct BridgeDaemon: Sendable {
                              logger: logger),
             CommandReplyFeature(),
             PairingAgentFeature(bluez: bluez, logger: logger),
+            FleetFeature(logger: logger),
         ]
         let core = BridgeCore(config: config, bluez: bluez, link: link, discovery: discovery, features: features,
                               logger: logger, statusChanged: statusChanged)

@@ -1,3 +1,4 @@
+import Config
 import Logging
 import MQTT
 import ServiceLifecycle
@@ -34,21 +35,21 @@ final class MQTTService: Service, Sendable {
             for await client in replacements.cancelOnGracefulShutdown() {
                 group.addTask { await self.pump(client) }
             }
-            let baseTopic = await core.config.mqtt.baseTopic
-            await link.client.shutdown(finalMessages: [Self.offline(baseTopic)], timeout: .milliseconds(1500))
+            let settings = await core.config.mqtt
+            await link.client.shutdown(finalMessages: [Self.offline(settings)], timeout: .milliseconds(1500))
         }
     }
 
     /// Swaps in a client for new settings. The old one says goodbye (a clean disconnect sends no will) before the
     /// new one connects, so on a shared broker and base topic the retained state ends `online`, never a late
     /// `offline`. `configure` runs before the new client starts (the core subscribes its topics there).
-    func replace(with client: MQTTClient, oldBaseTopic: String, configure: () async -> Void) async {
+    func replace(with client: MQTTClient, old: MQTTSettings, configure: () async -> Void) async {
         replacer.yield(client)
         let previous = link.swap(client)
         // What the old client still holds (the broker may be down) moves to the new one, ahead of what was
         // published since the swap; only what libmosquitto already took can be lost, and that is reported.
         let buffered = previous.drainBuffered()
-        await previous.shutdown(finalMessages: [Self.offline(oldBaseTopic)], timeout: .seconds(1))
+        await previous.shutdown(finalMessages: [Self.offline(old)], timeout: .seconds(1))
         if !buffered.isEmpty {
             logger.notice("handing \(buffered.count) buffered message(s) to the new MQTT client")
             await client.adopt(buffered)
@@ -78,7 +79,7 @@ final class MQTTService: Service, Sendable {
         }
     }
 
-    static func offline(_ baseTopic: String) -> MQTTMessage {
-        MQTTMessage(topic: BridgeTopics(base: baseTopic).bridgeState, string: "offline", qos: .atLeastOnce, retain: true)
+    static func offline(_ settings: MQTTSettings) -> MQTTMessage {
+        MQTTMessage(topic: BridgeTopics(settings: settings).bridgeState, string: "offline", qos: .atLeastOnce, retain: true)
     }
 }

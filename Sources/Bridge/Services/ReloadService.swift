@@ -50,7 +50,7 @@ struct ReloadService: Service {
         if let replacement {
             logger.notice("MQTT settings changed; reconnecting")
             // Applied before the new client starts, so its first connect already sees the new topics.
-            await mqtt.replace(with: replacement, oldBaseTopic: old.mqtt.baseTopic) {
+            await mqtt.replace(with: replacement, old: old.mqtt) {
                 await core.apply(new, mqttReplaced: true)
                 await core.clientReplaced(replacement)
             }

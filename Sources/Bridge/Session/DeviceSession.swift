@@ -18,10 +18,12 @@ public final class DeviceSession: Sendable {
 
     /// `adapter` and `bluezAvailable` are the facts at creation; they are the first inputs, ahead of anything the
     /// core sends later.
-    init(config: DeviceConfig, environment: SessionEnvironment, adapter: AdapterInfo?, bluezAvailable: Bool) {
+    init(config: DeviceConfig, environment: SessionEnvironment, adapter: AdapterInfo?, bluezAvailable: Bool,
+         owned: Bool = true) {
         self.config = config
         self.environment = environment
         (inbox, sender) = AsyncStream.makeStream(of: SessionInput.self)
+        if !owned { sender.yield(.machine(.ownership(false))) }    // fleet: before start, so it never says offline
         sender.yield(.machine(.start))
         sender.yield(bluezAvailable ? .adapter(adapter) : .bluez(available: false))
     }

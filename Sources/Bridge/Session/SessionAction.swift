@@ -35,4 +35,7 @@ public enum SessionAction: Sendable, Hashable {
     case flushPendingCommands
     /// Call `Adapter1.RemoveDevice` for this device (flushes BlueZ's cached GATT tree).
     case removeDevice
+    /// Fleet: ownership was given up and the link torn down; once the disconnect asked for before this is done,
+    /// report `released`, so the release is published only after the device is free for the next owner.
+    case confirmRelease
 }

@@ -12,6 +12,10 @@ public enum DeviceReport: Sendable {
     case completed(DeviceCommand)
     /// What GATT Device Information (0x180A) says, read once per session.
     case identified(DeviceIdentity)
+    /// Fleet: the device was given up and is disconnected (`SessionAction.confirmRelease`).
+    case released
+    /// BlueZ dropped the device object it had reported an RSSI for: it has not been heard for a while.
+    case unseen
 }
 
 /// A command that was not carried out (SPEC §4 `B/bridge/log`, §6 reports, §7 replies).

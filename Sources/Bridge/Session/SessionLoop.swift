@@ -95,6 +95,7 @@ struct SessionLoop {
         case .command(let request):
             command(request, &jobs)
         case .republish(let states):
+            guard machine.connectAllowed else { break }    // fleet: the owner speaks for the device
             env.report(.availability(machine.isOnline))
             if let lastRSSI { env.report(.rssi(lastRSSI)) }
             if states { for publisher in publishers.values { publisher.republish() } }
@@ -182,6 +183,7 @@ struct SessionLoop {
         case .deviceRemoved(let path, _) where path == devicePath:
             reportedPath = nil
             drive(.deviceGone, &jobs)
+            if lastRSSI != nil { env.report(.unseen) }    // fleet: no longer a sighting (until the RSSI changes)
         case .deviceChanged(let info, let changed) where info.adapterPath == adapterPath:
             reportedPath = info.path
             if changed.contains("Paired") { drive(.paired(info.paired), &jobs) }
@@ -302,6 +304,9 @@ struct SessionLoop {
             break       // the timer's generation is stale now: its firing is ignored
         case .emitEvent(let event):
             env.report(.event(event))
+        case .confirmRelease:
+            let report = env.report
+            afterCleanups(&jobs) { report(.released) }
         case .flushPendingCommands:
             scheduler.linkUp()
             pumpCommands(&jobs)

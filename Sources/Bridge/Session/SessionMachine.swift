@@ -23,6 +23,9 @@ public struct SessionMachine: Sendable {
     public let pairingRequired: Bool
     /// The last `Paired` value seen (false while the device object is unknown).
     public private(set) var devicePaired = false
+    /// Fleet (SPEC §10): false while another bridge owns the device. The session then only discovers (so adverts
+    /// keep reporting RSSI for a takeover), never connects, and publishes no availability: the owner speaks for it.
+    public private(set) var connectAllowed = true
     private var onlineSince: ContinuousClock.Instant?
     private let jitter: @Sendable () -> Double
 
@@ -81,7 +84,7 @@ public struct SessionMachine: Sendable {
 
         case .deviceFound:
             deviceKnown = true
-            if state == .discovering {
+            if state == .discovering && connectAllowed {
                 out.append(.stopDiscovery)
                 startAttempt(&out)
             }
@@ -161,8 +164,38 @@ public struct SessionMachine: Sendable {
         case .backoffElapsed(let g):
             guard case .backoff(let next) = state, g == generation else { break }
             perform(next, &out)
+
+        case .ownership(let owned):
+            ownership(owned, &out)
         }
         return out
+    }
+
+    /// Giving a device up tears its link down as its owner (publishing `offline` while still the one who speaks for
+    /// it), then keeps discovering; `confirmRelease` follows the disconnect so the next owner finds the device free.
+    /// Taking it says `offline` until connected (the previous owner's `online` may still be retained) and connects.
+    private mutating func ownership(_ owned: Bool, _ out: inout [SessionAction]) {
+        guard owned != connectAllowed else { return }
+        if owned {
+            connectAllowed = true
+            guard state != .stopped else { return }
+            publish(false, &out)
+            if state == .discovering && deviceKnown {
+                out.append(.stopDiscovery)
+                startAttempt(&out)
+            }
+            return
+        }
+        switch state {
+        case .stopped, .waitingForAdapter, .discovering:
+            connectAllowed = false
+        default:
+            tearDown(reason: "another bridge owns the device", disconnect: true, &out)
+            connectAllowed = false
+            attempt = 0
+            proceed(&out)
+        }
+        if state != .stopped { out.append(.confirmRelease) }
     }
 
     // MARK: - Transitions
@@ -174,7 +207,7 @@ public struct SessionMachine: Sendable {
             state = .waitingForAdapter
             return
         }
-        if deviceKnown { startAttempt(&out) } else { startDiscovering(&out) }
+        if deviceKnown && connectAllowed { startAttempt(&out) } else { startDiscovering(&out) }
     }
 
     private mutating func startAttempt(_ out: inout [SessionAction]) {
@@ -279,6 +312,7 @@ public struct SessionMachine: Sendable {
     }
 
     private mutating func publish(_ online: Bool, _ out: inout [SessionAction]) {
+        guard connectAllowed else { return }
         if let value = availability.update(online) { out.append(.publishAvailability(value)) }
     }
 

@@ -1,0 +1,176 @@
+import Codecs
+import Config
+#if canImport(Glibc)
+import Glibc
+#endif
+import Logging
+import MQTT
+
+/// Several bridges on one broker (SPEC §10): runs one `OwnershipMachine` per device over the retained `B/D/owner`
+/// records, every bridge's `B/bridge/<id>/state`, the handover requests on `B/D/owner/request` and this bridge's own
+/// sightings, and tells the core which devices this bridge owns. Does nothing unless the config has `bridge:`.
+struct FleetFeature: BridgeFeature {
+    let logger: Logger
+
+    struct Timer: Sendable {
+        let device: String
+        let timer: OwnershipTimer
+        let token: UInt64
+    }
+
+    func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
+        var fleet: FleetSettings?
+        var topics = BridgeTopics(base: "")
+        var devices: [String: DeviceConfig] = [:]                // by name
+        var byLevel: [String: String] = [:]                      // topic level → name
+        var machines: [String: OwnershipMachine] = [:]
+        var brokerUp = false
+        var filters: [String] = []
+
+        func apply(_ name: String, _ actions: [OwnershipAction]) -> [(at: ContinuousClock.Instant, timer: Timer)] {
+            guard let device = devices[name] else { return [] }
+            var timers: [(at: ContinuousClock.Instant, timer: Timer)] = []
+            for action in actions {
+                switch action {
+                case .publishOwner(let record):
+                    context.publish(topics.owner(device), Self.payload(record), qos: 1, retain: true)
+                case .requestHandover(let rssi):
+                    logger.info("asking for device \(name): seen at \(rssi) dBm")
+                    context.publish(Self.requestTopic(topics, device),
+                                    JSONValue.object([("bridge", .string(fleet?.id ?? "")), ("rssi", .int(rssi))]).serialized,
+                                    qos: 1, retain: false)
+                case .own(let owned):
+                    context.setOwnership(name, owned: owned)
+                case .markOffline:
+                    context.publish(topics.availability(device), "offline", qos: 1, retain: true)
+                case .schedule(let timer, let delay, let token):
+                    timers.append((.now + delay, Timer(device: name, timer: timer, token: token)))
+                }
+            }
+            return timers
+        }
+
+        func feed(_ name: String, _ event: OwnershipEvent) -> [(at: ContinuousClock.Instant, timer: Timer)] {
+            guard var machine = machines[name] else { return [] }
+            let actions = machine.handle(event, now: .now, unixNow: Int64(time(nil)))
+            machines[name] = machine
+            return apply(name, actions)
+        }
+
+        func feedAll(_ event: OwnershipEvent) -> [(at: ContinuousClock.Instant, timer: Timer)] {
+            machines.keys.sorted().flatMap { feed($0, event) }
+        }
+
+        await runFeatureLoop(events, timer: Timer.self) { input in
+            switch input {
+            case .event(.configApplied(_, let config)):
+                let old = machines
+                fleet = config.fleet
+                guard let fleet = config.fleet else {
+                    for filter in filters { context.unsubscribe(filter) }
+                    filters = []
+                    machines = [:]
+                    devices = [:]
+                    return []
+                }
+                let oldTopics = topics
+                topics = BridgeTopics(settings: config.mqtt)
+                let newDevices = Dictionary(config.devices.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+                for (name, machine) in old where machine.owns && newDevices[name] == nil {
+                    // Removed from the config while ours: the record goes with it.
+                    if let device = devices[name] { context.publish(oldTopics.owner(device), "", qos: 1, retain: true) }
+                }
+                devices = newDevices
+                byLevel = Dictionary(config.devices.map { ($0.topicLevel, $0.name) }, uniquingKeysWith: { a, _ in a })
+                var timers: [(at: ContinuousClock.Instant, timer: Timer)] = []
+                machines = [:]
+                for device in config.devices {
+                    if let kept = old[device.name], kept.id == fleet.id, kept.handoverAfter == fleet.handoverAfter,
+                       oldTopics.base == topics.base {
+                        machines[device.name] = kept
+                    } else {
+                        // A new id or base topic: what the old machine owned is given up and claimed afresh.
+                        if old[device.name]?.owns == true { context.setOwnership(device.name, owned: false) }
+                        machines[device.name] = OwnershipMachine(id: fleet.id, handoverAfter: fleet.handoverAfter)
+                        if brokerUp { timers += feed(device.name, .brokerConnected) }
+                    }
+                }
+                // Subscribed again only when they change: a new subscription replays every retained record.
+                let wanted = [topics.ownerFilter, topics.bridgeStateFilter, Self.requestFilter(topics)]
+                if wanted != filters {
+                    for filter in filters { context.unsubscribe(filter) }
+                    filters = wanted
+                    for filter in filters { context.subscribe(filter) }
+                }
+                return timers
+
+            case .event(.brokerConnected):
+                brokerUp = true
+                return feedAll(.brokerConnected)
+
+            case .event(.brokerDisconnected):
+                brokerUp = false
+                return feedAll(.brokerDisconnected)
+
+            case .event(.sighting(let device, let rssi)):
+                return feed(device.name, rssi.map { .sighting($0) } ?? .unseen)
+
+            case .event(.released(let device)):
+                return feed(device.name, .released)
+
+            case .event(.message(let message)):
+                guard fleet != nil else { break }
+                if let bridge = topics.parseBridgeState(message.topic) {
+                    return feedAll(.bridgeState(bridge, online: message.payloadString == "online"))
+                }
+                if let level = topics.parseOwner(message.topic), let name = byLevel[level] {
+                    return feed(name, .owner(Self.record(message.payloadString)))
+                }
+                if let level = Self.parseRequest(topics, message.topic), let name = byLevel[level],
+                   let (bridge, rssi) = Self.request(message.payloadString) {
+                    return feed(name, .handoverRequested(by: bridge, rssi: rssi))
+                }
+
+            case .timer(let timer):
+                return feed(timer.device, .timer(timer.timer, token: timer.token))
+
+            case .event:
+                break
+            }
+            return []
+        }
+    }
+
+    // MARK: - Payloads
+
+    static func payload(_ record: OwnerRecord) -> String {
+        JSONValue.object([("bridge", .string(record.bridge)), ("rssi", .int(record.rssi)),
+                          ("since", .int(Int(record.since)))]).serialized
+    }
+
+    /// A record another bridge published; nil for an empty (cleared) or unreadable one, which counts as no owner.
+    static func record(_ payload: String) -> OwnerRecord? {
+        guard !payload.isEmpty, let json = try? JSONValue.parse(payload),
+              let bridge = json["bridge"]?.stringValue, !bridge.isEmpty else { return nil }
+        let rssi = json["rssi"]?.intValue ?? OwnershipMachine.unknownRSSI
+        return OwnerRecord(bridge: bridge, rssi: min(max(rssi, -127), 20), since: Int64(json["since"]?.intValue ?? 0))
+    }
+
+    static func request(_ payload: String) -> (String, Int)? {
+        guard let json = try? JSONValue.parse(payload), let bridge = json["bridge"]?.stringValue, !bridge.isEmpty,
+              let rssi = json["rssi"]?.intValue else { return nil }
+        return (bridge, min(max(rssi, -127), 20))
+    }
+
+    // MARK: - The request topic: `B/D/owner/request`
+
+    static func requestTopic(_ topics: BridgeTopics, _ device: DeviceConfig) -> String { topics.owner(device) + "/request" }
+    static func requestFilter(_ topics: BridgeTopics) -> String { topics.base + "/+/owner/request" }
+
+    static func parseRequest(_ topics: BridgeTopics, _ topic: String) -> String? {
+        guard topic.hasPrefix(topics.base + "/") else { return nil }
+        let levels = topic.dropFirst(topics.base.count + 1).split(separator: "/", omittingEmptySubsequences: false)
+        guard levels.count == 3, levels[1] == "owner", levels[2] == "request" else { return nil }
+        return String(levels[0])
+    }
+}

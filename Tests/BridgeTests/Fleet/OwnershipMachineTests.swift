@@ -1,0 +1,203 @@
+import Testing
+@testable import Bridge
+
+@Suite struct OwnershipMachineTests {
+    let b = OwnerRecord(bridge: "b", rssi: -70, since: 1)
+
+    @Test func claimsADeviceNobodyOwnsAfterListeningAndSettling() {
+        var h = OwnershipHarness(id: "a")
+        h.send(.brokerConnected)
+        #expect(h.state == .listening)
+        h.send(.sighting(-60))
+        #expect(!h.isArmed(.claim))                       // nothing decided while the retained state arrives
+        #expect(h.fire(.listen) == [])
+        #expect(h.isArmed(.claim))
+        let claim = OwnerRecord(bridge: "a", rssi: -60, since: h.unixNow)
+        #expect(h.fire(.claim) == [.publishOwner(claim)])
+        #expect(h.state == .claiming)
+        #expect(h.send(.owner(claim)) == [])                 // our own publish coming back
+        #expect(h.fire(.settle) == [.own(true)])
+        #expect(h.machine.owns)
+    }
+
+    @Test func aDeviceThisBridgeNeverSawIsNotClaimed() {
+        var h = OwnershipHarness(id: "a")
+        h.connect(rssi: nil)
+        #expect(!h.isArmed(.claim))
+        #expect(h.send(.sighting(-90)) == [])
+        #expect(h.isArmed(.claim))
+    }
+
+    @Test func strongerSignalsClaimSooner() {
+        #expect(OwnershipMachine.claimDelay(rssi: -40) < OwnershipMachine.claimDelay(rssi: -80))
+        #expect(OwnershipMachine.claimDelay(rssi: 0) == .milliseconds(500))
+        #expect(OwnershipMachine.claimDelay(rssi: -127) == .seconds(4))
+    }
+
+    @Test func aLiveOwnerIsLeftAlone() {
+        var h = OwnershipHarness(id: "a")
+        h.connect(record: b, rssi: -65)
+        #expect(h.state == .idle)
+        #expect(!h.isArmed(.claim))
+        #expect(h.published().isEmpty)
+    }
+
+    @Test func anOfflineOwnerIsNoOwner() {
+        var h = OwnershipHarness(id: "a")
+        h.connect(record: b, offline: ["b"], rssi: -65)
+        #expect(h.fire(.claim) == [.publishOwner(OwnerRecord(bridge: "a", rssi: -65, since: h.unixNow))])
+    }
+
+    @Test func theOwnersWillMarksTheDeviceOfflineAndStartsAClaim() {
+        var h = OwnershipHarness(id: "a")
+        h.connect(record: b, rssi: -65)
+        #expect(h.send(.bridgeState("b", online: false)) == [.markOffline])
+        #expect(h.send(.bridgeState("b", online: false)) == [])    // a repeated offline says nothing new
+        #expect(h.fire(.claim)?.first == .publishOwner(OwnerRecord(bridge: "a", rssi: -65, since: h.unixNow)))
+    }
+
+    @Test func anotherBridgesWillIsNotAboutThisDevice() {
+        var h = OwnershipHarness(id: "a")
+        h.connect(record: b, rssi: -65)
+        #expect(h.send(.bridgeState("c", online: false)) == [])
+        #expect(h.send(.bridgeState("a", online: false)) == [])     // our own retained will from an earlier run
+    }
+
+    @Test func anOwnerBackBeforeTheClaimCancelsIt() {
+        var h = OwnershipHarness(id: "a")
+        h.connect(record: b, rssi: -65)
+        h.send(.bridgeState("b", online: false))
+        h.send(.bridgeState("b", online: true))
+        #expect(h.fire(.claim) == [])
+        #expect(h.state == .idle)
+    }
+
+    @Test func aRetainedRecordNamingThisBridgeIsClaimedAgain() {
+        var h = OwnershipHarness(id: "a")
+        h.connect(record: OwnerRecord(bridge: "a", rssi: -50, since: 5), rssi: nil)
+        #expect(h.state == .claiming)
+        #expect(h.published() == [OwnerRecord(bridge: "a", rssi: OwnershipMachine.unknownRSSI, since: h.unixNow)])
+    }
+
+    @Test func anOwnerSaysItselfAgainWhenTheRecordIsCleared() {
+        var h = OwnershipHarness(id: "a")
+        h.connect()
+        h.claimAndOwn()
+        #expect(h.send(.owner(nil)) == [.publishOwner(OwnerRecord(bridge: "a", rssi: -60, since: h.unixNow))])
+        #expect(h.machine.owns)
+    }
+
+    @Test func anOwnerRefreshesItsReportedSignalAtMostEveryFewSeconds() {
+        var h = OwnershipHarness(id: "a")
+        h.connect()
+        h.claimAndOwn()
+        #expect(h.send(.sighting(-61)) == [])                     // within the margin
+        h.advance(.seconds(6))
+        #expect(h.send(.sighting(-70)) == [.publishOwner(OwnerRecord(bridge: "a", rssi: -70, since: h.unixNow))])
+        #expect(h.send(.sighting(-80)) == [])                     // too soon after the last one
+        h.advance(.seconds(6))
+        #expect(h.send(.sighting(-80)).count == 1)
+    }
+
+    @Test func aRequestFromABridgeNotStrongerEnoughIsAnsweredWithTheTruth() {
+        var h = OwnershipHarness(id: "a")
+        h.connect(rssi: -62)
+        h.claimAndOwn()
+        #expect(h.send(.handoverRequested(by: "b", rssi: -55)) == [
+            .publishOwner(OwnerRecord(bridge: "a", rssi: -62, since: h.unixNow)),
+        ])
+        #expect(h.machine.owns)
+    }
+
+    @Test func aRequestFromADeadBridgeOrToANonOwnerIsIgnored() {
+        var h = OwnershipHarness(id: "a")
+        h.connect(rssi: -90)
+        #expect(h.send(.handoverRequested(by: "b", rssi: -40)) == [])   // not the owner
+        h.claimAndOwn()
+        h.send(.bridgeState("b", online: false))
+        #expect(h.send(.handoverRequested(by: "b", rssi: -40)) == [])
+    }
+
+    @Test func theOwnerReleasesOnlyAfterTheSessionLetGo() {
+        var h = OwnershipHarness(id: "a")
+        h.connect(rssi: -80)
+        h.claimAndOwn()
+        #expect(h.send(.handoverRequested(by: "b", rssi: -60)) == [.own(false)])
+        #expect(h.state == .releasing(to: "b", rssi: -60))
+        #expect(h.published().count == 1)                         // no record yet: the device is still connected
+        #expect(h.send(.released) == [.publishOwner(OwnerRecord(bridge: "b", rssi: -60, since: h.unixNow))])
+        #expect(h.state == .idle)
+        #expect(h.send(.released) == [])
+    }
+
+    @Test func aLowerIdClaimWinsOverAnOwner() {
+        var h = OwnershipHarness(id: "b")
+        h.connect()
+        h.claimAndOwn()
+        #expect(h.send(.owner(OwnerRecord(bridge: "a", rssi: -90, since: 9))) == [.own(false)])
+        #expect(h.state == .idle)
+    }
+
+    @Test func aHigherIdClaimIsAnsweredByTheOwnersRecord() {
+        var h = OwnershipHarness(id: "a")
+        h.connect()
+        h.claimAndOwn()
+        #expect(h.send(.owner(OwnerRecord(bridge: "c", rssi: -90, since: 9))) == [
+            .publishOwner(OwnerRecord(bridge: "a", rssi: -60, since: h.unixNow)),
+        ])
+        #expect(h.machine.owns)
+    }
+
+    /// A broker restart without persistence: the owner keeps its device and publishes its record again.
+    @Test func anOwnerKeepsItsDeviceThroughABrokerRestartThatLostTheRecord() {
+        var h = OwnershipHarness(id: "a")
+        h.connect()
+        h.claimAndOwn()
+        let since = h.unixNow
+        h.send(.owner(OwnerRecord(bridge: "a", rssi: -60, since: since)))
+        h.send(.brokerDisconnected)
+        h.unixNow += 100
+        #expect(h.send(.brokerConnected) == [])
+        #expect(h.machine.owns)
+        #expect(h.send(.handoverRequested(by: "b", rssi: 0)) == [])    // not while the retained state is unknown
+        #expect(h.fire(.listen) == [.publishOwner(OwnerRecord(bridge: "a", rssi: -60, since: h.unixNow))])
+        #expect(h.machine.owns)
+        // With the record kept by the broker, nothing needs saying.
+        h.send(.brokerDisconnected)
+        h.send(.brokerConnected)
+        h.send(.owner(OwnerRecord(bridge: "a", rssi: -60, since: since)))
+        #expect(h.fire(.listen) == [])
+        #expect(h.machine.owns)
+    }
+
+    @Test func aDeviceNoLongerHeardIsNotClaimed() {
+        var h = OwnershipHarness(id: "a")
+        h.connect(record: b, rssi: -50)
+        h.send(.bridgeState("b", online: false))
+        #expect(h.isArmed(.claim))
+        h.send(.unseen)
+        #expect(h.fire(.claim) == [])
+        #expect(h.published().isEmpty)
+        h.send(.sighting(-70))                                    // heard again
+        #expect(h.fire(.claim)?.first == .publishOwner(OwnerRecord(bridge: "a", rssi: -70, since: h.unixNow)))
+    }
+
+    @Test func aDeviceNoLongerHeardEndsTheHandoverWindow() {
+        var h = OwnershipHarness(id: "a")
+        h.connect(record: b, rssi: -50)                           // 20 dB over b's report
+        let window = h.take(.handover)!
+        h.send(.unseen)
+        #expect(h.send(window) == [])
+        #expect(h.state == .idle)
+    }
+
+    @Test func aStaleTimerChangesNothing() {
+        var h = OwnershipHarness(id: "a")
+        h.connect()
+        let stale = h.take(.claim)!
+        h.send(.brokerDisconnected)
+        h.send(.brokerConnected)
+        #expect(h.send(stale) == [])
+        #expect(h.state == .listening)
+    }
+}
