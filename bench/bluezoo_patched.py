@@ -452,26 +452,24 @@ class BenchRSSI(sdbus.DbusInterfaceCommonAsync, interface_name="org.bluezoo.Benc
                         pass
 
 
-_original_mock_init = bluezoo_main.BluezMockService.__init__
-_original_add_device = Adapter.add_device
-
-
-def _mock_init(self, *args, **kwargs):
-    _original_mock_init(self, *args, **kwargs)
-    self.bench_rssi = BenchRSSI(self)
-    self.bench_rssi.export_to_dbus("/org/bluezoo/bench/rssi")
-
-
-async def _add_device(self: Adapter, device: Device):
-    rssi = _RSSI.get((self.address.upper(), device.address.upper()))
-    if rssi is not None:
-        device.rssi = rssi
-    await _original_add_device(self, device)
-
-
 def _patch_rssi() -> None:
-    bluezoo_main.BluezMockService.__init__ = _mock_init
-    Adapter.add_device = _add_device
+    # The originals are taken when the patch is applied, not at import: other patches wrap the same methods.
+    original_init = bluezoo_main.BluezMockService.__init__
+    original_add_device = Adapter.add_device
+
+    def init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        self.bench_rssi = BenchRSSI(self)
+        self.bench_rssi.export_to_dbus("/org/bluezoo/bench/rssi")
+
+    async def add_device(self: Adapter, device: Device):
+        rssi = _RSSI.get((self.address.upper(), device.address.upper()))
+        if rssi is not None:
+            device.rssi = rssi
+        await original_add_device(self, device)
+
+    bluezoo_main.BluezMockService.__init__ = init
+    Adapter.add_device = add_device
 
 
 # --- wiring ------------------------------------------------------------------------------------------------
