@@ -32,10 +32,8 @@ struct ConfigValidator {
 
     private mutating func bluetooth(_ node: YAMLNode) -> BluetoothSettings {
         var settings = BluetoothSettings()
-        guard let fields = fields(of: node, allowed: ["adapter"], context: "bluetooth") else { return settings }
-        if let value = fields["adapter"] {
-            settings.adapter = nonEmptyString(value, key: "adapter", context: "bluetooth")
-        }
+        guard let fields = fields(of: node, allowed: ["adapter", "adapters"], context: "bluetooth") else { return settings }
+        adapterSettings(fields, into: &settings)
         return settings
     }
 

@@ -7,19 +7,23 @@ public struct DeviceConfig: Sendable, Equatable {
     public var channels: [ChannelConfig]
     /// Where the device is defined, so `device/remove` can refuse devices of the main config file.
     public var source: DeviceSource
+    /// `adapter: hciN` pins the device to one adapter; nil (`any`, the default) lets the bridge choose (SPEC §8).
+    public var adapter: String?
 
     public init(name: String, address: BluetoothAddress, channels: [ChannelConfig],
-                source: DeviceSource = DeviceSource(kind: .config, file: "", line: 0)) {
+                source: DeviceSource = DeviceSource(kind: .config, file: "", line: 0), adapter: String? = nil) {
         self.name = name
         self.address = address
         self.channels = channels
         self.source = source
+        self.adapter = adapter
     }
 
     /// Ignores `source`: a device whose entry moved (a comment added above it) has not changed, and a reload must
     /// not interrupt it.
     public static func == (lhs: DeviceConfig, rhs: DeviceConfig) -> Bool {
         lhs.name == rhs.name && lhs.address == rhs.address && lhs.channels == rhs.channels
+            && lhs.adapter == rhs.adapter
     }
 
     /// The device's MQTT topic level (`D` in SPEC §4).

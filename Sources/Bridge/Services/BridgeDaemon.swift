@@ -66,6 +66,7 @@ public struct BridgeDaemon: Sendable {
             BridgeAPIFeature(version: version, started: .now, bluez: bluez, link: link, discovery: discovery,
                              logger: logger),
             CommandReplyFeature(),
+            AdapterFeature(),
         ]
         let core = BridgeCore(config: config, bluez: bluez, link: link, discovery: discovery, features: features,
                               logger: logger, statusChanged: statusChanged)

@@ -12,6 +12,9 @@ public enum DeviceReport: Sendable {
     case completed(DeviceCommand)
     /// What GATT Device Information (0x180A) says, read once per session.
     case identified(DeviceIdentity)
+    /// A Connect through the adapter (its object path) succeeded (`error` nil) or failed: the adapter's health
+    /// (SPEC §8). Sent from the connect job, not the loop.
+    case adapterOperation(adapter: String, error: String?)
 }
 
 /// A command that was not carried out (SPEC §4 `B/bridge/log`, §6 reports, §7 replies).

@@ -150,10 +150,12 @@ struct SessionLoop {
     private mutating func adapterChanged(_ adapter: AdapterInfo?, _ jobs: inout [Job]) {
         adapterSequence += 1
         guard let adapter else {
+            drive(.adapterGone, &jobs)      // with the old path still set, so its discovery is released
             adapterPath = nil
-            drive(.adapterGone, &jobs)
             return
         }
+        // Moved to another adapter (SPEC §8 failover): end what runs on the old one, then start over on the new.
+        if let adapterPath, adapterPath != adapter.path { drive(.adapterGone, &jobs) }
         adapterPath = adapter.path
         let gatt = env.gatt, inbox = self.inbox, address = config.address, sequence = adapterSequence
         // The device's presence is looked up first, so it is known before the power state is applied.
@@ -208,10 +210,10 @@ struct SessionLoop {
         case .stopDiscovery:
             if let adapterPath { env.discovery.release(config.name, adapter: adapterPath) }
         case .requestConnectSlot(let generation):
-            let gate = env.gate, key = gateKey(generation)
+            let gate = env.gate, key = gateKey(generation), lane = adapterPath ?? ""
             jobs.append {
                 do {
-                    try await gate.acquire(key)
+                    try await gate.acquire(key, lane: lane)
                     inbox.yield(.machine(.connectSlotGranted(generation)))
                 } catch {}
             }
@@ -224,13 +226,16 @@ struct SessionLoop {
                 return
             }
             logger.debug("connecting")
+            let report = env.report, adapter = adapterPath ?? ""
             afterCleanups(&jobs) {
                 do throws(BlueZError) {
                     try await gatt.connect(device: path, timeout: timeout)
+                    report(.adapterOperation(adapter: adapter, error: nil))
                     inbox.yield(.machine(.connectSucceeded(generation)))
                 } catch .alreadyConnected {
                     inbox.yield(.machine(.connectSucceeded(generation)))
                 } catch {
+                    report(.adapterOperation(adapter: adapter, error: "Connect: \(error)"))
                     inbox.yield(.machine(.failure(FailureKind(error, stage: .connect), generation)))
                 }
             }
