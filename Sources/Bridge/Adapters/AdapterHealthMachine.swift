@@ -134,7 +134,10 @@ public struct AdapterHealthMachine: Sendable {
         guard now - since >= window else { return out.append(.wake(at: since + window)) }
         // Wedged.
         self.failingSince = nil
-        guard let step = nextStep else { return giveUp(now: now, &out) }
+        guard let step = nextStep else {
+            giveUp(now: now, &out)
+            return evaluate(now: now, &out)     // arms the wake-up for the end of the backoff
+        }
         if step == .restartDiscovery { recoveries += 1 }
         start(step, &out)
     }
