@@ -8,8 +8,8 @@
 ///   Only sightings close to the newest one count (`recent`): an old strong reading from an adapter that lost
 ///   sight of the device must not beat a fresh one.
 /// - It stays where it is unless another adapter is better by `hysteresis` dB, so RSSI noise does not bounce a
-///   connecting device between radios; a device nobody has seen goes to the usable adapter with the fewest devices
-///   (it is discovered there).
+///   connecting device between radios; a device nobody has seen goes to the first usable adapter by name (it is
+///   discovered there), so a bridge whose devices all fit on hci0 behaves as a single-adapter one did.
 /// - When no healthy adapter is left, a powered one that is recovering still beats nothing: the device keeps trying,
 ///   and its attempts tell whether the recovery worked.
 public enum AdapterChoice {
@@ -69,7 +69,7 @@ public enum AdapterChoice {
         let mine = pool.first { $0.name == current }
         if seen.isEmpty {
             if let mine { return mine.name }
-            return pool.min { ($0.devices, $0.name) < ($1.devices, $1.name) }?.name
+            return pool.min { $0.name < $1.name }?.name
         }
         // Strongest first; equal strength: the fresher sighting; then the name, so the answer is stable.
         let strongest = seen.min { a, b in

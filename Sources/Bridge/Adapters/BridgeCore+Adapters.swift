@@ -93,8 +93,11 @@ extension BridgeCore {
     }
 
     /// A device object under some adapter appeared or changed: that adapter sees the device.
+    /// Also proof that the adapter's radio receives: it counts as a working operation for its health.
     func noteSighting(_ info: DeviceInfo) {
-        adapterSet.saw(info.address, adapter: Self.name(ofAdapter: info.adapterPath), rssi: info.rssi, at: .now)
+        let adapter = Self.name(ofAdapter: info.adapterPath)
+        adapterSet.saw(info.address, adapter: adapter, rssi: info.rssi, at: .now)
+        feed(adapter, .operationSucceeded)
         guard let device = config.devices.first(where: { $0.address == info.address }),
               !adapterSet.online.contains(device.name), device.adapter == nil else { return }
         placeDevices()
@@ -129,7 +132,8 @@ extension BridgeCore {
         }
     }
 
-    private func feed(_ adapter: String, _ input: AdapterHealthMachine.Input) {
+    func feed(_ adapter: String, _ input: AdapterHealthMachine.Input) {
+        let before = adapterSet.health[adapter]?.state
         let actions = adapterSet.feed(adapter, input, now: .now)
         var changed = false
         for action in actions {
@@ -144,8 +148,8 @@ extension BridgeCore {
             }
         }
         if changed {
-            if let machine = adapterSet.health[adapter] {
-                logger.notice("adapter \(adapter) state \(machine.state.rawValue)")
+            if let state = adapterSet.health[adapter]?.state, state != before {
+                logger.notice("adapter \(adapter) state \(state.rawValue)")
             }
             placeDevices()      // health decides where `any` devices go
         }

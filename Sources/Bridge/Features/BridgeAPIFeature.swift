@@ -270,7 +270,7 @@ struct BridgeAPIFeature: BridgeFeature {
     /// The adapters the bridge uses (SPEC §8), once the core has said; BlueZ's list before that.
     private func adapterNames(_ state: APIState) async -> [String] {
         if let adapters = state.adapters { return adapters.map(\.name) }
-        return await bluez.adapters().map(\.name)
+        return await bluez.adapters().map(\.name).filter { state.config?.bluetooth.uses($0) ?? true }
     }
 
     /// The configured adapter, else the one the sessions use by default (SPEC §1).

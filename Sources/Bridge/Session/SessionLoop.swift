@@ -226,7 +226,7 @@ struct SessionLoop {
                 return
             }
             logger.debug("connecting")
-            let report = env.report, adapter = adapterPath ?? ""
+            let report = env.report, adapter = adapterPath ?? "", suspect = env.policy.adapterFailures
             afterCleanups(&jobs) {
                 do throws(BlueZError) {
                     try await gatt.connect(device: path, timeout: timeout)
@@ -235,8 +235,9 @@ struct SessionLoop {
                 } catch .alreadyConnected {
                     inbox.yield(.machine(.connectSucceeded(generation)))
                 } catch {
-                    report(.adapterOperation(adapter: adapter, error: "Connect: \(error)"))
-                    inbox.yield(.machine(.failure(FailureKind(error, stage: .connect), generation)))
+                    let kind = FailureKind(error, stage: .connect)
+                    if suspect.contains(kind.category) { report(.adapterOperation(adapter: adapter, error: "Connect: \(error)")) }
+                    inbox.yield(.machine(.failure(kind, generation)))
                 }
             }
         case .disconnect:

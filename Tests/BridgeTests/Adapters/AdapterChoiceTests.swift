@@ -50,11 +50,11 @@ import Testing
         #expect(AdapterChoice.choose(pinned: nil, current: "hci0", candidates: far) == "hci1")
     }
 
-    @Test func unseenDevicesGoWhereFewestAreOrStay() {
-        let candidates = [Candidate(name: "hci0", powered: true, devices: 2),
-                          Candidate(name: "hci1", powered: true, devices: 1)]
-        #expect(AdapterChoice.choose(pinned: nil, current: nil, candidates: candidates) == "hci1")
-        #expect(AdapterChoice.choose(pinned: nil, current: "hci0", candidates: candidates) == "hci0")
+    @Test func unseenDevicesGoToTheFirstAdapterWithRoomOrStay() {
+        let candidates = [Candidate(name: "hci1", powered: true, devices: 2),
+                          Candidate(name: "hci0", powered: true, devices: 4)]
+        #expect(AdapterChoice.choose(pinned: nil, current: nil, candidates: candidates) == "hci0")
+        #expect(AdapterChoice.choose(pinned: nil, current: "hci1", candidates: candidates) == "hci1")
         // Seen elsewhere: it moves there even from a usable adapter that does not see it.
         let elsewhere = [Candidate(name: "hci0", powered: true),
                          Candidate(name: "hci1", powered: true, seen: seen(nil))]
