@@ -67,6 +67,7 @@ public struct BridgeDaemon: Sendable {
                              logger: logger),
             CommandReplyFeature(),
             AdapterFeature(),
+            BridgeDeviceFeature(version: version, link: link, hostname: Hostname.current),
         ]
         let core = BridgeCore(config: config, bluez: bluez, link: link, discovery: discovery, features: features,
                               logger: logger, statusChanged: statusChanged)
