@@ -78,10 +78,11 @@ public enum AdapterChoice {
             if a.seen!.at != b.seen!.at { return a.seen!.at > b.seen!.at }
             return a.name < b.name
         }!
-        if let mine, mine.name != strongest.name, seen.contains(mine) {
-            let margin = (strongest.seen?.rssi ?? Int.min) - (mine.seen?.rssi ?? Int.min)
-            if mine.seen?.rssi != nil, margin < hysteresis { return mine.name }
-            if strongest.seen?.rssi == nil { return mine.name }
+        // Where the device is and is seen, it stays unless both strengths are known and the other is clearly better.
+        if let mine, mine.name != strongest.name, seen.contains(where: { $0.name == mine.name }) {
+            guard let theirs = strongest.seen?.rssi, let ours = mine.seen?.rssi, theirs - ours >= hysteresis else {
+                return mine.name
+            }
         }
         return strongest.name
     }

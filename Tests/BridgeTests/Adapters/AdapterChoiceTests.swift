@@ -48,6 +48,13 @@ import Testing
         let far = [Candidate(name: "hci0", powered: true, seen: seen(-70)),
                    Candidate(name: "hci1", powered: true, seen: seen(-50))]
         #expect(AdapterChoice.choose(pinned: nil, current: "hci0", candidates: far) == "hci1")
+        // A fresher sighting of unknown or equal strength elsewhere does not move it either.
+        let unknown = [Candidate(name: "hci0", powered: true, seen: seen(nil, 5)),
+                       Candidate(name: "hci1", powered: true, seen: seen(-40))]
+        #expect(AdapterChoice.choose(pinned: nil, current: "hci0", candidates: unknown) == "hci0")
+        let equal = [Candidate(name: "hci0", powered: true, seen: seen(0, 5)),
+                     Candidate(name: "hci1", powered: true, seen: seen(0))]
+        #expect(AdapterChoice.choose(pinned: nil, current: "hci0", candidates: equal) == "hci0")
     }
 
     @Test func unseenDevicesGoToTheFirstAdapterWithRoomOrStay() {
