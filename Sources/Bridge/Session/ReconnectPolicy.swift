@@ -13,9 +13,10 @@ public struct ReconnectPolicy: Sendable, Hashable {
     /// A session online at least this long counts as stable: its next failure starts the backoff from attempt 1.
     public var stableAfter: Duration
     /// Connect failures that count against the adapter's health (SPEC §8 wedge rule): the controller is busy or
-    /// does not answer. A device that is simply away fails otherwise (page timeout, `le-connection-abort-by-local`)
+    /// bluetoothd does not answer. A device that is simply away fails otherwise (page timeout,
+    /// `le-connection-abort-by-local`, or our own connect timeout, which races BlueZ's 20 s LE connection timeout)
     /// and must not get a healthy adapter power-cycled.
-    public var adapterFailures: Set<FailureKind.Category> = [.inProgress, .notReady, .connectTimeout, .noReply]
+    public var adapterFailures: Set<FailureKind.Category> = [.inProgress, .notReady, .noReply]
 
     public init(rules: [FailureKind.Category: RetryRule], fallback: RetryRule,
                 connectTimeout: Duration = .seconds(20), resolveTimeout: Duration = .seconds(30),

@@ -60,7 +60,8 @@ import Testing
     @Test func theStandardPolicyBlamesTheAdapterOnlyForABusyOrSilentController() {
         let suspects = ReconnectPolicy.standard.adapterFailures
         #expect(suspects.contains(FailureKind.inProgress.category))
-        #expect(suspects.contains(FailureKind.connectTimeout.category))
+        #expect(suspects.contains(FailureKind.noReply.category))
+        #expect(!suspects.contains(FailureKind.connectTimeout.category))
         #expect(!suspects.contains(FailureKind.connectAbortedLocally.category))
         #expect(!suspects.contains(FailureKind.connectFailed("br-connection-page-timeout").category))
     }
