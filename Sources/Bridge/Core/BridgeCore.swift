@@ -178,9 +178,12 @@ public actor BridgeCore {
             discovery.reset()
         case .adapterAdded, .adapterRemoved, .adapterChanged:
             await adaptersChanged()
-        case .deviceAdded(let info), .deviceChanged(let info, _):
+        case .deviceAdded(let info):
             byAddress[info.address]?.send(.device(event))
-            if case .deviceChanged(_, let changed) = event, !changed.contains("RSSI") {} else { noteSighting(info) }
+            noteSighting(info)
+        case .deviceChanged(let info, let changed):
+            byAddress[info.address]?.send(.device(event))
+            if changed.contains("RSSI") { noteSighting(info) }
         case .deviceRemoved(let path, let address):
             byAddress[address]?.send(.device(event))
             adapterSet.lostSight(address, adapter: Self.name(ofAdapter: Self.adapterPath(ofDevice: path)))
@@ -188,7 +191,6 @@ public actor BridgeCore {
             break
         }
     }
-
 
     // MARK: - MQTT
 

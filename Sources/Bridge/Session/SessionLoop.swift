@@ -155,7 +155,12 @@ struct SessionLoop {
             return
         }
         // Moved to another adapter (SPEC §8 failover): end what runs on the old one, then start over on the new.
-        if let adapterPath, adapterPath != adapter.path { drive(.adapterGone, &jobs) }
+        if let adapterPath, adapterPath != adapter.path {
+            drive(.adapterGone, &jobs)
+            // A Connect still pending through the old adapter would leave a second link: cancel it there first.
+            let gatt = env.gatt, old = ObjectPath.device(adapter: adapterPath, address: config.address)
+            cleanup { try? await gatt.disconnect(device: old, timeout: .seconds(3)) }
+        }
         adapterPath = adapter.path
         let gatt = env.gatt, inbox = self.inbox, address = config.address, sequence = adapterSequence
         // The device's presence is looked up first, so it is known before the power state is applied.

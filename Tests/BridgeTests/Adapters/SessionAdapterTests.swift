@@ -42,6 +42,7 @@ import Testing
             try await eventually("offline, then online through hci1") { recorder.availability == [false, true, false, true] }
             #expect(operations.map(\.adapter) == ["/org/bluez/hci0", "/org/bluez/hci1"])
             #expect(operations.allSatisfy { $0.error == nil })
+            #expect(gatt.state.withLock { $0.disconnects } == 1, "the old adapter's link (or pending connect) is cut")
             await session.stop()
         }
     }
