@@ -1,8 +1,11 @@
 import BlueZ
 import Bluetooth
 import Config
-import Foundation
 import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What the adapter side of the core reacts to, from outside its actor: session reports, discovery results, its own
 /// timers and recovery steps. One stream, consumed in order by `adapterLoops`.
@@ -19,8 +22,8 @@ enum AdapterInput: Sendable {
 /// (`AdapterHealthMachine`) and runs the recovery steps it asks for.
 extension BridgeCore {
     /// The wedge rule's window: 60 s (SPEC §8). `GATTBRIDGE_WEDGE_WINDOW` (seconds) shortens it for the bench.
-    static func wedgeWindow(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> Duration {
-        if let text = environment["GATTBRIDGE_WEDGE_WINDOW"], let seconds = Double(text), seconds > 0, seconds <= 600 {
+    static func wedgeWindow(_ text: String? = getenv("GATTBRIDGE_WEDGE_WINDOW").map { String(cString: $0) }) -> Duration {
+        if let text, let seconds = Double(text), seconds > 0, seconds <= 600 {
             return .milliseconds(Int64(seconds * 1000))
         }
         return .seconds(60)

@@ -68,3 +68,13 @@ import Testing
         #expect(AdapterStatus.json(set.statuses).serialized.contains(#""state":"recovering""#))
     }
 }
+
+@Suite struct WedgeWindowTests {
+    @Test func sixtySecondsUnlessTheBenchShortensIt() {
+        #expect(BridgeCore.wedgeWindow(nil) == .seconds(60))
+        #expect(BridgeCore.wedgeWindow("2.5") == .milliseconds(2500))
+        #expect(BridgeCore.wedgeWindow("0") == .seconds(60))
+        #expect(BridgeCore.wedgeWindow("soon") == .seconds(60))
+        #expect(BridgeCore.wedgeWindow("100000") == .seconds(60))
+    }
+}
