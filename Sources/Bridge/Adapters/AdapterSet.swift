@@ -15,6 +15,9 @@ struct AdapterSet {
     private(set) var placed: [String: String] = [:]
     private(set) var online: Set<String> = []
     private var sightings: [BluetoothAddress: [String: AdapterChoice.Sighting]] = [:]
+    /// The saved devices' addresses: only their sightings are kept (a neighbour's phone with a rotating random
+    /// address must not grow the table).
+    private var watched: Set<BluetoothAddress> = []
     let window: Duration
 
     init(settings: BluetoothSettings, window: Duration) {
@@ -33,8 +36,14 @@ struct AdapterSet {
         }
     }
 
+    /// The devices whose sightings count; sightings of any other address are dropped.
+    mutating func watch(_ devices: [DeviceConfig]) {
+        watched = Set(devices.map(\.address))
+        sightings = sightings.filter { watched.contains($0.key) }
+    }
+
     mutating func saw(_ address: BluetoothAddress, adapter: String, rssi: Int?, at now: ContinuousClock.Instant) {
-        guard present[adapter] != nil else { return }
+        guard present[adapter] != nil, watched.contains(address) else { return }
         sightings[address, default: [:]][adapter] = AdapterChoice.Sighting(rssi: rssi, at: now)
     }
 
@@ -57,6 +66,7 @@ struct AdapterSet {
     /// the names of the devices whose adapter changed. A device that is online stays where it is while its adapter
     /// is there and powered: moving it would drop a working link.
     mutating func place(_ devices: [DeviceConfig]) -> [String] {
+        if watched.count != devices.count || devices.contains(where: { !watched.contains($0.address) }) { watch(devices) }
         var changed: [String] = []
         for device in devices {
             let current = placed[device.name]

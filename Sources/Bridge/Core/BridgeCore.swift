@@ -80,6 +80,7 @@ public actor BridgeCore {
 
     private func start() async {
         adapterSet.update(await bluez.adapters())
+        adapterSet.watch(config.devices)
         for device in await bluez.devices() where device.rssi != nil { noteSighting(device) }
         if adapterSet.present.isEmpty { logger.warning("no Bluetooth adapter yet; waiting for one") }
         let available = await bluez.isAvailable

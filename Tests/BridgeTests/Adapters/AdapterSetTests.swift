@@ -24,6 +24,7 @@ import Testing
         #expect(set.present.keys.sorted() == ["hci0", "hci1"])     // hci2 is not listed
         let devices = [try device(1), try device(2), try device(3)]
         let now = ContinuousClock.now
+        set.watch(devices)
         for n in 1...3 { set.saw(devices[n - 1].address, adapter: "hci0", rssi: -40, at: now) }
         #expect(set.place(devices) == ["d1", "d2"])
         #expect(set.placed == ["d1": "hci0", "d2": "hci1"])          // d3: both adapters full
@@ -35,6 +36,7 @@ import Testing
         set.update([adapter("hci0"), adapter("hci1")])
         let devices = [try device(1), try device(2, adapter: "hci0")]
         let now = ContinuousClock.now
+        set.watch(devices)
         set.saw(devices[0].address, adapter: "hci0", rssi: -40, at: now)
         set.saw(devices[0].address, adapter: "hci1", rssi: -70, at: now)
         _ = set.place(devices)
@@ -54,6 +56,7 @@ import Testing
         set.update([adapter("hci0"), adapter("hci1")])
         let devices = [try device(1)]
         let t0 = ContinuousClock.now
+        set.watch(devices)
         set.saw(devices[0].address, adapter: "hci0", rssi: -40, at: t0)
         _ = set.place(devices)
         #expect(set.missing(on: "hci0"))
@@ -76,5 +79,25 @@ import Testing
         #expect(BridgeCore.wedgeWindow("0") == .seconds(60))
         #expect(BridgeCore.wedgeWindow("soon") == .seconds(60))
         #expect(BridgeCore.wedgeWindow("100000") == .seconds(60))
+    }
+}
+
+@Suite struct AdapterSightingTests {
+    @Test func onlySavedDevicesAreRemembered() throws {
+        var set = AdapterSet(settings: BluetoothSettings(), window: .seconds(60))
+        set.update([AdapterInfo(path: "/org/bluez/hci0", properties: ["Powered": .bool(true)]),
+                    AdapterInfo(path: "/org/bluez/hci1", properties: ["Powered": .bool(true)])])
+        let saved = DeviceConfig(name: "d", address: BluetoothAddress("C0:FF:EE:00:00:01")!,
+                                 channels: [ChannelConfig(name: "c", characteristic: BluetoothUUID("2a19")!,
+                                                          codec: try Codec(.hex))])
+        set.watch([saved])
+        let now = ContinuousClock.now
+        // A stranger seen strongly by hci1 changes nothing; the saved device seen by hci1 goes there.
+        set.saw(BluetoothAddress("11:22:33:44:55:66")!, adapter: "hci1", rssi: -20, at: now)
+        #expect(set.place([saved]) == ["d"])
+        #expect(set.placed["d"] == "hci0")
+        set.saw(saved.address, adapter: "hci1", rssi: -50, at: now)
+        #expect(set.place([saved]) == ["d"])
+        #expect(set.placed["d"] == "hci1")
     }
 }
