@@ -100,10 +100,15 @@ def test_max_connections_sends_the_second_device_to_the_other_adapter(bench, per
     peripheral("heart_rate", STRAP, rate=2)
     peripheral("heart_rate", SECOND, rate=2)
     central2 = bench.bluez.add_adapter(CENTRAL2)
+    # One link per adapter: whichever adapter hears a device first takes it, the other device must use the other.
     start(run_gattbridge, tmp_path, mosquitto, [hr_device("first", STRAP), hr_device("second", SECOND)],
-          [{"name": "hci0", "max_connections": 1}, central2])
-    placed(mqtt, "first", "hci0")
-    placed(mqtt, "second", central2)
+          [{"name": "hci0", "max_connections": 1}, {"name": central2, "max_connections": 1}])
+
+    def both_online(m):
+        devices = {d["name"]: d for d in m.json()}
+        return all(d["state"] == "online" for d in devices.values()) and len(devices) == 2
+    listing = {d["name"]: d["adapter"] for d in mqtt.wait_for(topic("bridge", "devices"), both_online, 30).json()}
+    assert sorted(listing.values()) == sorted(["hci0", central2]), listing
     adapter_status(mqtt, "hci0", lambda a: a["connections"] == 1)
     adapter_status(mqtt, central2, lambda a: a["connections"] == 1)
 
