@@ -37,6 +37,11 @@ replaced at start-up. Each patch says what is wrong in 1.0.2 and why the bench n
      passes a remote device's empty notification to an AcquireNotify client.
   6. discovery — every StartDiscovery started one more scan task (the old one leaked), and StopDiscovery by
      one client stopped discovery for all. Fixed: one task per adapter; discovery stops with its last client.
+  8. adapters (bench switches, not a fix) — powering an adapter off drops its links, as bluetoothd does (BlueZoo
+     only stopped discovery). And a wedge switch for the adapter tests: `org.bluezoo.Bench1.Wedge(y id)` on
+     `/org/bluezoo/bench` makes that adapter fail every StartDiscovery (org.bluez.Error.Failed) and every
+     Device1.Connect (org.bluez.Error.InProgress) until it is powered off (`Adapter1.Powered`), like a
+     controller that only a power cycle brings back.
 
 Bench control (not a fix): per-adapter RSSI of a peripheral, settable at run time over D-Bus (see its section).
 """
@@ -57,7 +62,7 @@ from bluezoo import bluezoo as bluezoo_main
 from bluezoo import events
 from bluezoo.adapter import Adapter
 from bluezoo.device import Device
-from bluezoo.exceptions import (DBusBluezFailedError, DBusBluezNotPermittedError,
+from bluezoo.exceptions import (DBusBluezFailedError, DBusBluezInProgressError, DBusBluezNotPermittedError,
                                 DBusBluezNotSupportedError)
 from bluezoo.gatt import GattCharacteristicClientLink
 from bluezoo.gatt.manager import GattManager
@@ -418,6 +423,70 @@ async def _stop_discovering(self: Adapter) -> None:
     await _original_stop_discovering(self)
 
 
+# --- patch 8: adapters: power-off drops links, and the wedge switch -----------------------------------------
+
+class _BenchSwitches(sdbus.DbusInterfaceCommonAsync, interface_name="org.bluezoo.Bench1"):
+    """Bench-only faults, exported at /org/bluezoo/bench."""
+
+    def __init__(self, mock):
+        super().__init__()
+        self.mock = mock
+
+    @sdbus.dbus_method_async(input_signature="y", input_args_names=["id"], flags=sdbus.DbusUnprivilegedFlag)
+    async def Wedge(self, id: int) -> None:
+        adapter = self.mock.adapters.get(id)
+        if adapter is None:
+            raise DBusBluezFailedError("no such adapter")
+        logger.info(f"Wedging {adapter} until it is power-cycled")
+        adapter._bench_wedged = True
+
+
+def _wedged(adapter) -> bool:
+    return getattr(adapter, "_bench_wedged", False)
+
+
+def _patch_adapters() -> None:
+    original_init = bluezoo_main.BluezMockService.__init__
+
+    def init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        self._bench_switches = _BenchSwitches(self)
+        self._bench_switches.export_to_dbus("/org/bluezoo/bench")
+
+    bluezoo_main.BluezMockService.__init__ = init
+
+    start_discovery = vars(Adapter)["StartDiscovery"].original_method
+
+    async def wedged_start_discovery(self: Adapter) -> None:
+        if _wedged(self):
+            raise DBusBluezFailedError("Operation failed (wedged controller)")
+        await start_discovery(self)
+
+    _replace_dbus_method(Adapter, "StartDiscovery", wedged_start_discovery)
+
+    connect = Device.connect
+
+    async def wedged_connect(self: Device, uuid: Optional[str] = None) -> None:
+        if _wedged(self.adapter):
+            raise DBusBluezInProgressError("In Progress")
+        await connect(self, uuid)
+
+    Device.connect = wedged_connect
+
+    powered = vars(Adapter)["Powered"]
+    set_powered = powered.property_setter
+
+    def powered_setter(self: Adapter, value: bool) -> None:
+        if not value:
+            self._bench_wedged = False
+            for device in list(self.devices.values()):
+                if device.connected or device.services:
+                    asyncio.get_running_loop().create_task(_disconnect(device))
+        set_powered(self, value)
+
+    powered.property_setter = powered_setter
+
+
 # --- bench control: per-adapter RSSI ------------------------------------------------------------------------
 # BlueZoo reports every device with RSSI 0 and never changes it, so nothing can tell a near adapter from a far
 # one. This bench-only control (not a fix of BlueZoo: bluetoothd has nothing like it) gives each (scanning adapter,
@@ -494,6 +563,7 @@ PATCHES = {
     "3": _patch_manufacturer_data_signature,
     "4": _patch_notify,          # 4 and 5 share the notify session code
     "6": _patch_discovery,
+    "8": _patch_adapters,
     "rssi": _patch_rssi,         # bench control, not a fix
 }
 

@@ -29,13 +29,45 @@ public struct BridgeConfig: Sendable, Equatable {
 
 /// The `bluetooth:` section.
 public struct BluetoothSettings: Sendable, Equatable {
-    /// nil: the first powered adapter, else hci0 (SPEC §1).
-    public var adapter: String?
+    /// `adapters:` (or the older `adapter: hciN`, a list of one); nil: every adapter BlueZ has, as they come and go
+    /// (SPEC §8).
+    public var adapters: [AdapterSetting]?
     /// `default_agent`: the pairing agent also asks BlueZ to make it the default agent (SPEC §9).
     public var defaultAgent: Bool = false
 
-    public init(adapter: String? = nil) {
-        self.adapter = adapter
+    public init(adapters: [AdapterSetting]? = nil) {
+        self.adapters = adapters
+    }
+
+    /// The older single-adapter form: the first listed adapter; nil when every adapter is used.
+    public init(adapter: String?) {
+        self.adapters = adapter.map { [AdapterSetting(name: $0)] }
+    }
+
+    /// The first listed adapter (what one-shot tools such as the API's `scan` use); nil when every adapter is used.
+    public var adapter: String? { adapters?.first?.name }
+
+    /// Whether the daemon uses the adapter called `name`.
+    public func uses(_ name: String) -> Bool {
+        adapters.map { list in list.contains { $0.name == name } } ?? true
+    }
+
+    /// The connection limit of the adapter called `name`.
+    public func maxConnections(of name: String) -> Int {
+        adapters?.first { $0.name == name }?.maxConnections ?? AdapterSetting.defaultMaxConnections
+    }
+}
+
+/// One entry of `bluetooth.adapters`: `hci1`, or `{name: hci1, max_connections: 2}`.
+public struct AdapterSetting: Sendable, Equatable {
+    public static let defaultMaxConnections = 5
+    public var name: String
+    /// Links the bridge keeps through this adapter at most; devices with `adapter: any` go elsewhere beyond it.
+    public var maxConnections: Int
+
+    public init(name: String, maxConnections: Int = AdapterSetting.defaultMaxConnections) {
+        self.name = name
+        self.maxConnections = maxConnections
     }
 }
 

@@ -2,6 +2,8 @@ import Bluetooth
 
 extension ConfigValidator {
     static let deviceKeys = ["name", "address", "channels"]
+    /// Optional device keys (SPEC §8 `adapter`).
+    static let optionalDeviceKeys = ["adapter"]
     /// `B/bridge/…` carries the bridge's own state, events and log.
     static let reservedDeviceLevels: Set<String> = ["bridge"]
 
@@ -23,7 +25,10 @@ extension ConfigValidator {
     mutating func device(_ item: YAMLNode, index: Int, registry: inout DeviceRegistry,
                          source: DeviceSource) -> DeviceConfig? {
         var context = peekName(item).map { "device \"\($0)\"" } ?? "device #\(index + 1)"
-        guard let fields = fields(of: item, allowed: Self.deviceKeys + Self.pairingKeys, context: context) else { return nil }
+        guard let fields = fields(of: item, allowed: Self.deviceKeys + Self.optionalDeviceKeys + Self.pairingKeys,
+                                  context: context) else {
+            return nil
+        }
         requireKeys(Self.deviceKeys, in: fields, context: context)
 
         var name: String?
@@ -69,8 +74,10 @@ extension ConfigValidator {
             channels = self.channels(value, device: name.map { "device \"\($0)\"" } ?? context, deviceContext: context)
         }
         let pairing = self.pairing(fields, context: context)
-        guard let name, let address, !channels.isEmpty, let pairing else { return nil }
-        return DeviceConfig(name: name, address: address, channels: channels, source: source, pairing: pairing)
+        let adapter = fields["adapter"].flatMap { deviceAdapter($0, context: context) }
+        guard let name, let address, !channels.isEmpty, let pairing, adapter != .invalid else { return nil }
+        return DeviceConfig(name: name, address: address, channels: channels, source: source, pairing: pairing,
+                            adapter: adapter?.name)
     }
 
     private mutating func channels(_ node: YAMLNode, device: String, deviceContext: String) -> [ChannelConfig] {

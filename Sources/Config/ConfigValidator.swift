@@ -32,10 +32,10 @@ struct ConfigValidator {
 
     private mutating func bluetooth(_ node: YAMLNode) -> BluetoothSettings {
         var settings = BluetoothSettings()
-        guard let fields = fields(of: node, allowed: ["adapter", "default_agent"], context: "bluetooth") else { return settings }
-        if let value = fields["adapter"] {
-            settings.adapter = nonEmptyString(value, key: "adapter", context: "bluetooth")
+        guard let fields = fields(of: node, allowed: ["adapter", "adapters", "default_agent"], context: "bluetooth") else {
+            return settings
         }
+        adapterSettings(fields, into: &settings)
         if let value = fields["default_agent"], let enabled = bool(value, key: "default_agent", context: "bluetooth") {
             settings.defaultAgent = enabled
         }

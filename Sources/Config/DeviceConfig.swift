@@ -9,20 +9,25 @@ public struct DeviceConfig: Sendable, Equatable {
     public var source: DeviceSource
     /// `pairing` and its passkey (SPEC §9).
     public var pairing: PairingConfig
+    /// `adapter: hciN` pins the device to one adapter; nil (`any`, the default) lets the bridge choose (SPEC §8).
+    public var adapter: String?
 
     public init(name: String, address: BluetoothAddress, channels: [ChannelConfig],
-                source: DeviceSource = DeviceSource(kind: .config, file: "", line: 0), pairing: PairingConfig = .none) {
+                source: DeviceSource = DeviceSource(kind: .config, file: "", line: 0), pairing: PairingConfig = .none,
+                adapter: String? = nil) {
         self.name = name
         self.address = address
         self.channels = channels
         self.source = source
         self.pairing = pairing
+        self.adapter = adapter
     }
 
     /// Ignores `source`: a device whose entry moved (a comment added above it) has not changed, and a reload must
     /// not interrupt it.
     public static func == (lhs: DeviceConfig, rhs: DeviceConfig) -> Bool {
         lhs.name == rhs.name && lhs.address == rhs.address && lhs.channels == rhs.channels && lhs.pairing == rhs.pairing
+            && lhs.adapter == rhs.adapter
     }
 
     /// The device's MQTT topic level (`D` in SPEC §4).

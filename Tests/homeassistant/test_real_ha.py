@@ -135,3 +135,32 @@ def test_button_entities_and_triggers_are_registered_and_removal_clears_them(
                f"the remote is still registered: {device_named(ha, 'remote')}")
     assert registered(ha, "event", node) == [] and registered(ha, "sensor", node) == []
     daemon.bridge.assert_running()
+
+
+def test_the_bridge_itself_is_a_device_with_diagnostic_sensors(
+        bench, run_gattbridge, mosquitto, mqtt, home_assistant, wait_until, tmp_path):
+    """SPEC §8: Home Assistant shows one `gattbridge bridge <hostname>` device with diagnostic sensors (devices
+    online, buffered and dropped messages, one state per adapter), whose states it reads from the bridge's retained
+    topics."""
+    ha = home_assistant()
+    Daemon(run_gattbridge, mosquitto, tmp_path, [SPARE])
+    mqtt.wait_for(f"{BASE}/bridge/state", "online", 15)
+
+    def bridge_entities():
+        found = {e["unique_id"]: e for e in ha.entity_registry()
+                 if e.get("platform") == "mqtt" and str(e.get("unique_id", "")).startswith("gattbridge_bridge_")}
+        wanted = ("_devices_online", "_buffered_messages", "_dropped_messages", "_adapter_hci0")
+        return found if all(any(k.endswith(w) for k in found) for w in wanted) else None
+    entities = wait_until(bridge_entities, 40, "the bridge's sensors never reached the entity registry")
+    devices = [d for d in ha.device_registry() if str(d.get("name", "")).startswith("gattbridge bridge ")]
+    assert len(devices) == 1, devices
+    assert all(e["device_id"] == devices[0]["id"] and e.get("entity_category") == "diagnostic"
+               for e in entities.values()), entities
+
+    def state_of(suffix: str, value: str):
+        entity_id = next(e["entity_id"] for k, e in entities.items() if k.endswith(suffix))
+        return wait_until(lambda: [s for s in ha.states(entity_id) if s[0] == value], 20,
+                          f"{entity_id} never showed {value!r} (recorded: {ha.states(entity_id)})")
+    state_of("_adapter_hci0", "ok")
+    state_of("_devices_online", "0")          # the spare sensor is never served
+    state_of("_dropped_messages", "0")

@@ -27,6 +27,8 @@ from ha_validator import ValidationReport, render_value_template, validate_disco
 
 DEMO_CONFIG = REPO / "config" / "demo.yaml"
 PREFIX = "homeassistant"
+# The node of the bridge's own device (SPEC §8): `gattbridge_bridge_<hostname>`; its configs are checked on their own.
+BRIDGE_NODE = "gattbridge_bridge_"
 BASE = "gattbridge"
 SENTINEL = f"{PREFIX}/test_sentinel"     # two levels: matches neither Home Assistant's nor the bridge's config filter
 
@@ -242,7 +244,7 @@ def wait_retained_configs(demo: Demo, expected: set[str], timeout: float = 15.0)
     deadline = time.monotonic() + timeout
     while True:
         configs = demo.retained_configs()
-        own = {t for t in configs if "/gattbridge_" in t}
+        own = {t for t in configs if "/gattbridge_" in t and f"/{BRIDGE_NODE}" not in t}
         if own == expected:
             return configs
         if time.monotonic() > deadline:
@@ -466,7 +468,7 @@ def test_start_up_clears_own_leftovers_and_leaves_other_integrations_alone(bench
     configs = wait_retained_configs(demo, set(demo.expected))
     assert configs.get(foreign) == foreign_payload.encode(), "another integration's config was touched"
     assert [m.payload for m in mqtt.received(foreign, mark)] == [], "the bridge published to a foreign config"
-    assert set(configs) == set(demo.expected) | {foreign}
+    assert {t for t in configs if f"/{BRIDGE_NODE}" not in t} == set(demo.expected) | {foreign}
     cleared = {m.topic for m in mqtt.received(f"{PREFIX}/+/+/+/config", mark) if not m.payload}
     assert cleared == {leftover_device, leftover_channel}
     demo.bridge.assert_running()
@@ -599,7 +601,8 @@ class ButtonBridge:
     def retained_configs(self, expected: set[str], timeout: float = 15.0) -> dict[str, bytes]:
         deadline = time.monotonic() + timeout
         while True:
-            configs = {t: p for t, p in retained(self.bench, self.mosquitto, f"{PREFIX}/#").items() if t != SENTINEL}
+            configs = {t: p for t, p in retained(self.bench, self.mosquitto, f"{PREFIX}/#").items()
+                       if t != SENTINEL and f"/{BRIDGE_NODE}" not in t}
             if set(configs) == expected:
                 return configs
             if time.monotonic() > deadline:
@@ -669,3 +672,37 @@ def test_button_presses_are_published_as_events(bench, run_gattbridge, mosquitto
     # Never retained: Home Assistant would fire the last event again whenever it subscribes.
     assert state not in retained(bench, mosquitto, "#")
     bridge.bridge.assert_running()
+
+
+# --- the bridge's own device (SPEC §8) ------------------------------------------------------------------------------
+
+def test_the_bridge_itself_is_a_device_with_diagnostic_sensors(bench, run_gattbridge, mosquitto, mqtt,
+                                                               demo_peripherals, tmp_path):
+    demo = start_demo(bench, run_gattbridge, mosquitto, mqtt, tmp_path)
+    demo.wait_all_online()
+    mqtt.wait_for(demo.topic("bridge", "diagnostics"), lambda m: m.json()["devices_online"] == 3, 15)
+    mqtt.wait_for(demo.topic("bridge", "adapters"), None, 10)
+
+    def bridge_configs():
+        return {t: p for t, p in demo.retained_configs().items() if f"/{BRIDGE_NODE}" in t}
+    deadline = time.monotonic() + 15
+    while not any(t.endswith("/adapter_hci0/config") for t in bridge_configs()):
+        assert time.monotonic() < deadline, f"no adapter sensor among {sorted(bridge_configs())}"
+        time.sleep(0.2)
+    configs = bridge_configs()
+    # Home Assistant's checks, with the templates rendered against the bridge's real retained states.
+    report = validate_discovery(configs, demo.last_payload, discovery_prefix=PREFIX)
+    report.raise_if_invalid()
+    objects = {t.split("/")[3] for t in configs}
+    assert {"devices_online", "buffered_messages", "dropped_messages", "adapter_hci0"} <= objects, objects
+    for entity in report.entities.values():
+        config = entity.config
+        assert config["entity_category"] == "diagnostic", config
+        assert config["device"]["name"].startswith("gattbridge bridge "), config
+        assert [a["topic"] for a in config["availability"]] == [demo.topic("bridge", "state")], config
+    online = next(e for t, e in report.entities.items() if t.endswith("/devices_online/config"))
+    assert render_value_template(online.config["value_template"],
+                                 demo.last_payload(demo.topic("bridge", "diagnostics")).decode()) == "3"
+    adapter = next(e for t, e in report.entities.items() if t.endswith("/adapter_hci0/config"))
+    assert render_value_template(adapter.config["value_template"],
+                                 demo.last_payload(demo.topic("bridge", "adapters")).decode()) == "ok"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Optional
@@ -119,6 +120,43 @@ class RealBlueZ:
                       "org.bluez.Adapter1", "Powered", ("b", on), timeout=15)
         wait_until(lambda: self.bus.get_property("org.bluez", f"/org/bluez/{adapter}", "org.bluez.Adapter1",
                                                  "Powered") == on, 15, f"{adapter} Powered never became {on}")
+
+    def btmgmt_power(self, index: int, on: bool) -> None:
+        """Powers a controller through the kernel's management interface, behind bluetoothd's back (as rfkill or a
+        dongle's firmware would): bluetoothd only learns it from the kernel."""
+        subprocess.run(["btmgmt", "--index", str(index), "power", "on" if on else "off"], env=self.env, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+
+    def freeze_btvirt(self, seconds: float, scan_on: str) -> None:
+        """SIGSTOP btvirt for `seconds`, then SIGCONT: every emulated controller stops answering, as a wedged USB
+        dongle does. Meanwhile discovery is started on `scan_on` (as another client), so the kernel sends HCI
+        commands nobody answers and hits its command timeout (2 s); discovery is stopped again after the thaw."""
+        self.btvirt.popen.send_signal(signal.SIGSTOP)
+        outcome: list = []
+
+        def scan() -> None:
+            try:
+                self.bus.call("org.bluez", f"/org/bluez/{scan_on}", "org.bluez.Adapter1", "StartDiscovery",
+                              timeout=seconds + 20)
+                outcome.append("ok")
+            except Exception as error:  # noqa: BLE001 - the frozen controller may make it fail; either is fine
+                outcome.append(error)
+        thread = threading.Thread(target=scan)
+        thread.start()
+        try:
+            time.sleep(seconds)      # the fault itself: controllers silent for this long
+        finally:
+            self.btvirt.popen.send_signal(signal.SIGCONT)
+        thread.join(seconds + 30)
+        if outcome == ["ok"]:
+            try:
+                self.bus.call("org.bluez", f"/org/bluez/{scan_on}", "org.bluez.Adapter1", "StopDiscovery")
+            except Exception:  # noqa: BLE001 - bluetoothd may have ended it already
+                pass
+
+    @staticmethod
+    def kernel_log() -> str:
+        return subprocess.run(["dmesg"], capture_output=True, text=True, timeout=10).stdout
 
     def device(self, adapter: str, address: str) -> Optional[dict]:
         """Device1 properties of `address` as seen from `adapter`, or None when bluetoothd has no such object."""

@@ -21,6 +21,14 @@ Faults, one every SOAK_FAULT_INTERVAL seconds (default 20, ±30 % jitter), in a 
   huge_publish a 50 MB `set`: refused by the broker's limit or dropped by the bridge, never held in memory
   get_flood    2,000 `get`s at once on the HM-10's channel: coalesced (one read pending), a command right after
                them still makes its round trip
+  adapter_off  the central adapter the devices use is powered off (Adapter1.Powered): every device reconnects
+               through the second central adapter (SPEC §8); the first is powered on again afterwards
+  adapter_wedged  that adapter is wedged (bench/bluezoo_patched.py's Bench1.Wedge: StartDiscovery and Connect fail
+               until a power cycle) and a stamp peripheral restarts, so its reconnection goes through the wedged
+               adapter: the daemon detects the wedge (window shortened to SOAK_WEDGE_WINDOW s, default 10, through
+               GATTBRIDGE_WEDGE_WINDOW), power-cycles the adapter, and every device flows again
+
+The daemon uses two central adapters (hci0 and a second one the soak adds), listed in `bluetooth.adapters`.
 
 Losses: notifications the peripheral sent while the bridge was subscribed, not received by the subscriber. Those
 that were in the air when a peripheral or BlueZoo died are lost with the link (BLE has no retransmission across a
@@ -56,8 +64,9 @@ from common import (BASE, MOSQUITTO_EXTRA, REPO, World, gattbridge_binary, machi
 from bench.bench import Mosquitto, persistent_broker_config  # noqa: E402
 
 FAULTS = ["peripheral", "bluez", "mosquitto", "sighup", "bad_command", "bad_serial", "retained_command",
-          "huge_publish", "get_flood"]
-LINK_FAULTS = {"peripheral", "bluez"}
+          "huge_publish", "get_flood", "adapter_off", "adapter_wedged"]
+LINK_FAULTS = {"peripheral", "bluez", "adapter_off", "adapter_wedged"}
+SECOND_CENTRAL = "00:00:00:00:0A:02"
 
 
 def log(text: str) -> None:
@@ -136,6 +145,12 @@ class Soak:
         b.brokers.append(self.broker)
         self.broker.start()
         self.world.broker = self.broker
+        # A second central adapter for the adapter faults (SPEC §8), listed with hci0 (BlueZoo's peripherals are
+        # adapters too, which the daemon must not use as centrals).
+        self.central2 = b.bluez.add_adapter(SECOND_CENTRAL)
+        with open(self.world.config, "a") as f:
+            f.write(f"bluetooth:\n  adapters: [hci0, {self.central2}]\n")
+        self.wedge_window = float(os.environ.get("SOAK_WEDGE_WINDOW", 10))
         self.sub = Subscriber(self.broker.host, self.broker.port)
         self.notify = b.sd_notify_listener()
         self.stream_ids = {"fd": 0, "sig": 0}
@@ -158,7 +173,8 @@ class Soak:
     # --- processes ---
 
     def start_gattbridge(self) -> None:
-        self.gb = self.world.start_gattbridge(env=self.notify.env, log_level="notice")
+        self.gb = self.world.start_gattbridge(env={**self.notify.env, "GATTBRIDGE_WEDGE_WINDOW": str(self.wedge_window)},
+                                              log_level="notice")
 
     def check_alive(self) -> None:
         if self.gb is not None and not self.gb.running:
@@ -205,6 +221,52 @@ class Soak:
         m = self.sub.wait_for(fresh, timeout, since)
         return m[0] if m else None
 
+    # --- adapters ---
+
+    def adapter_in_use(self) -> str:
+        """The adapter most devices are on, from the retained B/bridge/devices."""
+        listing = [m for m in self.sub.since(0) if m[1] == f"{BASE}/bridge/devices"]
+        adapters = collections.Counter(d["adapter"] for d in json.loads(listing[-1][2])) if listing else {}
+        return max(adapters, key=adapters.get) if adapters else "hci0"
+
+    def devices_on(self, adapter: str) -> list[str]:
+        listing = [m for m in self.sub.since(0) if m[1] == f"{BASE}/bridge/devices"]
+        return [d["name"] for d in json.loads(listing[-1][2]) if d["adapter"] == adapter] if listing else []
+
+    def back_online(self, devices: list[str], mark: int, timeout: float = 90) -> Optional[float]:
+        """Each device went offline after `mark` and came online again: the time the last one did."""
+        times = []
+        for device in devices:
+            topic = f"{BASE}/{device}/availability"
+            down = self.sub.wait_for(lambda m: m[1] == topic and m[2] == b"offline", timeout, mark)
+            if down is None:
+                return None
+            start = next(i for i, m in enumerate(self.sub.since(0)) if m is down)
+            up = self.sub.wait_for(lambda m: m[1] == topic and m[2] == b"online", timeout, start)
+            if up is None:
+                return None
+            times.append(up[0])
+        return max(times, default=time.monotonic())
+
+    def set_powered(self, adapter: str, on: bool) -> None:
+        self.world.bench.bus.call("org.bluez", f"/org/bluez/{adapter}", "org.freedesktop.DBus.Properties", "Set",
+                                  "ssv", "org.bluez.Adapter1", "Powered", ("b", on))
+
+    def all_flowing(self, mark: int, after: float, timeout: float = 90) -> Optional[float]:
+        """Both stamp streams deliver values sent after `after`, and the HM-10's last availability is online: the
+        time the last of them arrived."""
+        times = [self.wait_flow(p, mark, timeout=timeout, sent_after=after) for p in ("fd", "sig")]
+        if not all(times):
+            return None
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = [m for m in self.sub.since(mark) if m[1] == f"{BASE}/hm10/availability"]
+            if not seen or seen[-1][2] == b"online":
+                return max(times + [seen[-1][0]] if seen else times)
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.2)     # the subscriber's thread appends messages; this re-reads them until the deadline
+
     # --- faults ---
 
     def fault(self, kind: str) -> None:
@@ -247,6 +309,33 @@ class Soak:
             if recovered:
                 detail["down_s"] = round(t_back - t0, 2)
             self.broker_windows.append((t0, recovered or time.monotonic()))
+        elif kind == "adapter_off":
+            adapter = self.adapter_in_use()
+            detail["adapter"] = adapter
+            on_it = self.devices_on(adapter)
+            detail["devices"] = on_it
+            self.set_powered(adapter, False)
+            back = self.back_online(on_it, mark)
+            recovered = self.all_flowing(mark, after=back) if back else None
+            self.windows.append((kind, t0, recovered or time.monotonic()))
+            self.set_powered(adapter, True)      # back for the next faults; the devices stay where they are now
+        elif kind == "adapter_wedged":
+            adapter = self.adapter_in_use()
+            detail["adapter"] = adapter
+            self.world.bench.bus.call("org.bluez", "/org/bluezoo/bench", "org.bluezoo.Bench1", "Wedge", "y",
+                                      int(adapter[3:]))
+            path = self.rng.choice(["fd", "sig"])
+            detail["device"] = path
+            p = self.peripheral(path)
+            p.kill()          # its reconnection now goes through the wedged adapter
+            p.start()
+            self.start_stream(path)
+            healed = self.sub.wait_for(lambda m: m[1] == f"{BASE}/bridge/event" and b'"adapter_recovery"' in m[2]
+                                       and b'"power_cycle"' in m[2] and b'"ok"' in m[2], self.wedge_window + 90, mark)
+            recovered = self.all_flowing(mark, after=healed[0]) if healed else None
+            self.windows.append((kind, t0, recovered or time.monotonic()))
+            if healed:
+                detail["detected_and_cycled_s"] = round(healed[0] - t0, 2)
         elif kind == "sighup":
             nmark = len(self.notify.messages)
             self.gb.signal(signal.SIGHUP)
@@ -422,13 +511,15 @@ class Soak:
         echoes = {p.decode("utf-8", "replace") for _, topic, p in msgs if topic == f"{BASE}/hm10/serial"}
         rejected = [json.loads(p) for _, topic, p in msgs if topic == f"{BASE}/bridge/log"]
         cmds_echoed = sum(1 for c in self.commands_sent if c in echoes)
-        # A command whose write or echo was in the air when BlueZoo died is lost with the link. One published in the
+        # A command whose write or echo was in the air when BlueZoo died, or when the adapter carrying the HM-10 was
+        # powered off (adapter_off, or the power cycle that heals adapter_wedged), is lost with the link. One published in the
         # 2 s before a broker restart, or before the bridge was back, may never reach the bridge: its MQTT session is
         # clean, so the broker keeps nothing for it while it is away (by design: no command runs minutes late). Any
         # other missing echo is a loss.
         missing = [(c, t) for c, t in self.commands_sent.items() if c not in echoes]
         excused = [(c, t) for c, t in missing
-                   if any(kind == "bluez" and start - 2.0 <= t <= stop for kind, start, stop in self.windows)
+                   if any(kind in ("bluez", "adapter_off", "adapter_wedged") and start - 2.0 <= t <= stop
+                          for kind, start, stop in self.windows)
                    or any(start - 2.0 <= t <= stop for start, stop in self.broker_windows)]
         cmds_lost = [m for m in missing if m not in excused]
         missing_cmds = [{"command": c, "t": round(t - self.t_start, 1), "excused": (c, t) in excused}

@@ -11,17 +11,25 @@ import Synchronization
 /// outlives it.
 public actor BridgeCore {
     public private(set) var config: BridgeConfig
-    private let bluez: BlueZClient
+    let bluez: BlueZClient
     private let link: MQTTLink
-    private let logger: Logger
-    private let host: FeatureHost
+    let logger: Logger
+    let host: FeatureHost
     /// Attached at init, so events emitted before `run()` (a fast first broker connect) wait in their streams.
     private let features: [(feature: any BridgeFeature, events: AsyncStream<CoreEvent>, context: FeatureContext)]
     private let gate = ConnectGate<String>()
-    private let discovery: DiscoveryCoordinator
-    private var sessions: [String: DeviceSession] = [:]            // by device name
+    let discovery: DiscoveryCoordinator
+    var sessions: [String: DeviceSession] = [:]            // by device name
     private var byAddress: [BluetoothAddress: DeviceSession] = [:]
-    private var adapter: AdapterInfo?
+    // Adapters (SPEC §8): see BridgeCore+Adapters.swift.
+    var adapterSet: AdapterSet
+    /// What each session was last told about its adapter (absent: nothing yet).
+    var toldAdapter: [String: AdapterInfo?] = [:]
+    var armedWakes: [String: ContinuousClock.Instant] = [:]
+    var lastAdapterStatuses: [AdapterStatus]?
+    var lastPlacement: [String: String] = [:]
+    let adapterInputs = AsyncStream.makeStream(of: AdapterInput.self)
+    let adapterJobs = AsyncStream.makeStream(of: Job.self)
     private let board: AvailabilityBoard
     private let spawns: AsyncStream<DeviceSession>
     private let spawner: AsyncStream<DeviceSession>.Continuation
@@ -37,6 +45,7 @@ public actor BridgeCore {
         self.link = link
         self.logger = logger
         self.discovery = discovery
+        self.adapterSet = AdapterSet(settings: config.bluetooth, window: Self.wedgeWindow())
         let host = FeatureHost(link: link)
         self.host = host
         self.features = features.map { feature in
@@ -64,6 +73,7 @@ public actor BridgeCore {
             group.addTask { [weak self] in
                 for await request in requests { await self?.perform(request) }
             }
+            group.addTask { await self.adapterLoops() }
             await start()
             for await session in spawns {
                 group.addTask { await session.run() }
@@ -72,12 +82,15 @@ public actor BridgeCore {
     }
 
     private func start() async {
-        adapter = await currentAdapter()
-        if adapter == nil { logger.warning("no Bluetooth adapter yet; waiting for one") }
+        adapterSet.update(await bluez.adapters())
+        adapterSet.watch(config.devices)
+        for device in await bluez.devices() where device.rssi != nil { noteSighting(device) }
+        if adapterSet.present.isEmpty { logger.warning("no Bluetooth adapter yet; waiting for one") }
         let available = await bluez.isAvailable
         for device in config.devices { startSession(device, bluezAvailable: available) }
         subscribeCommands()
         host.emit(.configApplied(old: nil, new: config))
+        placeDevices()
         board.touch()
     }
 
@@ -95,11 +108,12 @@ public actor BridgeCore {
         if !stopped { logger.warning("devices did not disconnect in time") }
         host.emit(.stopping)
         host.finish()
+        finishAdapterLoops()
         spawner.finish()
     }
 
     private func startSession(_ device: DeviceConfig, bluezAvailable: Bool) {
-        let host = self.host, board = self.board, ownership = self.ownership
+        let host = self.host, board = self.board, ownership = self.ownership, adapters = adapterInputs.continuation
         let environment = SessionEnvironment(
             gatt: bluez, gate: gate, discovery: discovery, publisher: link, topics: topics, logger: logger,
             report: { report in
@@ -116,9 +130,12 @@ public actor BridgeCore {
                 case .identified(let identity): host.emit(.identified(device, identity))
                 case .released: host.emit(.released(device))
                 case .unseen: if ownership.isFleet { host.emit(.sighting(device, nil)) }
+                case .adapterOperation(let adapter, let error):
+                    adapters.yield(.operation(adapterPath: adapter, error: error))
                 }
+                if case .availability(let online) = report { adapters.yield(.availability(device: device.name, online: online)) }
             })
-        let session = DeviceSession(config: device, environment: environment, adapter: adapter,
+        let session = DeviceSession(config: device, environment: environment, adapter: initialAdapter(for: device),
                                     bluezAvailable: bluezAvailable, owned: ownership.owns(device.name))
         sessions[device.name] = session
         byAddress[device.address] = session
@@ -163,37 +180,29 @@ public actor BridgeCore {
         switch event {
         case .bluezVanished:
             logger.warning("bluetoothd left the bus; waiting for it to return")
-            adapter = nil
+            adapterSet.update([])
+            toldAdapter = toldAdapter.mapValues { _ in nil }
             for session in sessions.values { session.send(.bluez(available: false)) }
+            publishAdapters()
         case .bluezAppeared:
             logger.notice("bluetoothd is on the bus; resyncing")
             for session in sessions.values { session.send(.bluez(available: true)) }
-            await adapterMayHaveChanged()
+            await adaptersChanged()
             discovery.reset()
         case .adapterAdded, .adapterRemoved, .adapterChanged:
-            await adapterMayHaveChanged()
-        case .deviceAdded(let info), .deviceChanged(let info, _):
+            await adaptersChanged()
+        case .deviceAdded(let info):
             byAddress[info.address]?.send(.device(event))
-        case .deviceRemoved(_, let address):
+            noteSighting(info)
+        case .deviceChanged(let info, let changed):
+            byAddress[info.address]?.send(.device(event))
+            if changed.contains("RSSI") { noteSighting(info) }
+        case .deviceRemoved(let path, let address):
             byAddress[address]?.send(.device(event))
+            adapterSet.lostSight(address, adapter: Self.name(ofAdapter: Self.adapterPath(ofDevice: path)))
         case .deviceDisconnected, .gattAdded, .gattRemoved:
             break
         }
-    }
-
-    private func currentAdapter() async -> AdapterInfo? {
-        try? await bluez.adapter(config.bluetooth.adapter)
-    }
-
-    /// Tells the sessions only when the adapter they use appeared, went, or changed power.
-    private func adapterMayHaveChanged() async {
-        let now = await currentAdapter()
-        guard now?.path != adapter?.path || now?.powered != adapter?.powered else { return }
-        let poweredOn = now?.powered == true && adapter?.powered != true
-        adapter = now
-        logger.notice("adapter \(now.map { "\($0.name) powered \($0.powered)" } ?? "gone")")
-        for session in sessions.values { session.send(.adapter(now)) }
-        if poweredOn { discovery.reset() }
     }
 
     // MARK: - MQTT
@@ -292,6 +301,8 @@ public actor BridgeCore {
         }
         for device in leaving {
             board.remove(device.name)
+            adapterSet.forget(device)
+            toldAdapter[device.name] = nil
             logger.notice("device \(device.name) stopped (removed or changed)")
             // Fleet: the retained topics of a device another bridge owns are that bridge's (SPEC §10).
             guard ownership.owns(device.name) else { continue }
@@ -304,6 +315,10 @@ public actor BridgeCore {
         if ownership.setFleet(new.fleet != nil) {
             // Joining a fleet gives every device up until the fleet says otherwise; leaving takes them all.
             for session in sessions.values { session.send(.machine(.ownership(new.fleet == nil))) }
+        }
+        if adapterSet.settings != new.bluetooth {
+            adapterSet.settings = new.bluetooth
+            adapterSet.update(await bluez.adapters())
         }
         let available = await bluez.isAvailable
         for device in new.devices where sessions[device.name] == nil {
@@ -321,6 +336,7 @@ public actor BridgeCore {
             link.publish(topics.bridgeState, "online", qos: 1, retain: true)
         }
         host.emit(.configApplied(old: old, new: new))
+        placeDevices()
         board.touch()
     }
 }

@@ -36,4 +36,8 @@ public enum CoreEvent: Sendable {
     case released(DeviceConfig)
     /// The bridge is shutting down; the broker connection is still up.
     case stopping
+    /// The adapters' states (SPEC §8 `B/bridge/adapters`) or where devices are placed (device name → adapter) changed.
+    case adapters([AdapterStatus], placement: [String: String])
+    /// A recovery step on a wedged adapter finished (`adapter_recovery` on `B/bridge/event`).
+    case adapterRecovery(adapter: String, step: String, ok: Bool)
 }

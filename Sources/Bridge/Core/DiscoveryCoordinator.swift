@@ -9,7 +9,12 @@ import ServiceLifecycle
 public final class DiscoveryCoordinator: DiscoveryControl, Service {
     private enum Request: Sendable {
         case want(String, adapter: String), release(String, adapter: String), reset
+        /// A recovery step (SPEC §8): stop and start discovery on the adapter, answering with the error, if any.
+        case restart(adapter: String, done: @Sendable (String?) -> Void)
     }
+    /// Every StartDiscovery's result (adapter path, error or nil), for the adapters' health; one consumer (the core).
+    public let outcomes: AsyncStream<(adapter: String, error: String?)>
+    private let outcome: AsyncStream<(adapter: String, error: String?)>.Continuation
     private let requests: AsyncStream<Request>.Continuation
     private let stream: AsyncStream<Request>
     private let bluez: BlueZClient
@@ -17,13 +22,16 @@ public final class DiscoveryCoordinator: DiscoveryControl, Service {
 
     public init(bluez: BlueZClient, logger: Logger) {
         (stream, requests) = AsyncStream.makeStream(of: Request.self)
+        (outcomes, outcome) = AsyncStream.makeStream(of: (adapter: String, error: String?).self,
+                                                     bufferingPolicy: .bufferingNewest(256))
         self.bluez = bluez
         self.logger = logger
     }
 
     /// Serves requests until graceful shutdown (the sessions that made them have stopped by then).
     public func run() async {
-        let bluez = self.bluez, logger = self.logger, stream = self.stream
+        let bluez = self.bluez, logger = self.logger, stream = self.stream, outcome = self.outcome
+        defer { outcome.finish() }
         await cancelWhenGracefulShutdown {
             var interested: [String: Set<String>] = [:]   // adapter path → device names
             var running: Set<String> = []
@@ -39,6 +47,17 @@ public final class DiscoveryCoordinator: DiscoveryControl, Service {
                 case .reset:
                     running.removeAll()
                     adapters = Array(interested.keys)
+                case .restart(let adapter, let done):
+                    if running.remove(adapter) != nil { try? await bluez.stopDiscovery(adapter: adapter) }
+                    do {
+                        try await bluez.startDiscovery(adapter: adapter, filter: DiscoveryFilter(transport: .le))
+                        running.insert(adapter)
+                        done(nil)
+                    } catch {
+                        done("\(error)")
+                    }
+                    // Stopped again below when nobody wants it: the restart itself was the probe.
+                    adapters = [adapter]
                 }
                 for adapter in adapters {
                     let wanted = !(interested[adapter]?.isEmpty ?? true)
@@ -46,8 +65,10 @@ public final class DiscoveryCoordinator: DiscoveryControl, Service {
                         do {
                             try await bluez.startDiscovery(adapter: adapter, filter: DiscoveryFilter(transport: .le))
                             running.insert(adapter)
+                            outcome.yield((adapter, nil))
                             logger.debug("discovery started", metadata: ["adapter": "\(adapter)"])
                         } catch {
+                            outcome.yield((adapter, "\(error)"))
                             logger.warning("could not start discovery: \(error)", metadata: ["adapter": "\(adapter)"])
                         }
                     } else if !wanted && running.contains(adapter) {
@@ -68,4 +89,12 @@ public final class DiscoveryCoordinator: DiscoveryControl, Service {
     public func release(_ device: String, adapter: String) { requests.yield(.release(device, adapter: adapter)) }
     /// bluetoothd restarted or the adapter came back: discovery it ran is gone; start again for whoever still waits.
     func reset() { requests.yield(.reset) }
+
+    /// Restarts discovery on the adapter (a recovery step); returns the error, or nil when it started.
+    func restart(adapter: String) async -> String? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
+            let request = Request.restart(adapter: adapter, done: { continuation.resume(returning: $0) })
+            if case .terminated = requests.yield(request) { continuation.resume(returning: "bridge stopping") }
+        }
+    }
 }

@@ -62,6 +62,12 @@ struct BridgeAPIFeature: BridgeFeature {
                     await publishDevices(state: &state, context: context)
                 case .deviceRemoved(let device, _):
                     state.states[device.name] = nil
+                case .adapters(let statuses, let placement):
+                    let namesChanged = statuses.map(\.name) != state.adapters?.map(\.name)
+                    state.adapters = statuses
+                    state.placement = placement
+                    if namesChanged { await publishInfo(state: state, context: context) }
+                    await publishDevices(state: &state, context: context)
                 case .message(let message):
                     guard let verb = state.verb(of: message.topic) else { break }
                     if message.retain {
@@ -236,7 +242,7 @@ struct BridgeAPIFeature: BridgeFeature {
 
     private func publishInfo(state: APIState, context: FeatureContext) async {
         guard let config = state.config else { return }
-        let adapters = await bluez.adapters().map { JSONValue.string($0.name) }
+        let adapters = await adapterNames(state).map { JSONValue.string($0) }
         let info = JSONValue.object([
             ("version", .string(version)),
             ("base_topic", .string(config.mqtt.baseTopic)),
@@ -257,7 +263,14 @@ struct BridgeAPIFeature: BridgeFeature {
 
     private func devicesJSON(_ state: APIState) async -> JSONValue {
         guard let config = state.config else { return .array([]) }
-        return DeviceListing.json(config, states: state.states, adapter: await adapterName(config))
+        let fallback = await adapterName(config)
+        return DeviceListing.json(config, states: state.states, adapter: { state.placement[$0.name] ?? $0.adapter ?? fallback })
+    }
+
+    /// The adapters the bridge uses (SPEC §8), once the core has said; BlueZ's list before that.
+    private func adapterNames(_ state: APIState) async -> [String] {
+        if let adapters = state.adapters { return adapters.map(\.name) }
+        return await bluez.adapters().map(\.name).filter { state.config?.bluetooth.uses($0) ?? true }
     }
 
     /// The configured adapter, else the one the sessions use by default (SPEC §1).
@@ -274,7 +287,6 @@ struct BridgeAPIFeature: BridgeFeature {
         case .connecting: "connecting"
         case .disconnected: "disconnected"
         }
-        let adapters = await bluez.adapters()
         let available = await bluez.isAvailable
         let total = state.config?.devices.count ?? 0
         let online = state.config?.devices.filter { state.states[$0.name] == .online }.count ?? 0
@@ -284,14 +296,7 @@ struct BridgeAPIFeature: BridgeFeature {
             ("uptime_s", .int(Int(uptime))),
             ("mqtt", .string(mqtt)),
             ("bluez", .string(available ? "available" : "unavailable")),
-            ("adapters", .array(adapters.map { adapter in
-                .object([
-                    ("name", .string(adapter.name)),
-                    ("address", adapter.address.map { .string($0.description) } ?? .null),
-                    ("powered", .bool(adapter.powered)),
-                    ("discovering", .bool(adapter.discovering)),
-                ])
-            })),
+            ("adapters", AdapterStatus.json(state.adapters ?? [])),
             ("devices", .object([("online", .int(online)), ("total", .int(total))])),
             ("buffer", .object([("queued", .int(client.offlineBufferCount)),
                                 ("dropped", .int(client.droppedWhileOffline))])),
@@ -304,6 +309,9 @@ private struct APIState: Sendable {
     var config: BridgeConfig?
     var states: [String: DeviceLinkState] = [:]
     var lastDevices: String?
+    /// The adapters as the core last reported them (SPEC §8), and where each device is placed.
+    var adapters: [AdapterStatus]?
+    var placement: [String: String] = [:]
 
     var topics: BridgeTopics? { config.map { BridgeTopics(base: $0.mqtt.baseTopic) } }
 

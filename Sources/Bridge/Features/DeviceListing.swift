@@ -8,13 +8,14 @@ enum DeviceLinkState: String, Sendable {
 
 /// The `B/bridge/devices` array (SPEC §7), one element per configured device in config order.
 enum DeviceListing {
-    static func json(_ config: BridgeConfig, states: [String: DeviceLinkState], adapter: String) -> JSONValue {
+    static func json(_ config: BridgeConfig, states: [String: DeviceLinkState],
+                     adapter: (DeviceConfig) -> String) -> JSONValue {
         .array(config.devices.map { device in
             .object([
                 ("name", .string(device.name)),
                 ("address", .string(device.address.description)),
                 ("source", .string(device.source.kind.rawValue)),
-                ("adapter", .string(adapter)),
+                ("adapter", .string(adapter(device))),
                 ("state", .string((states[device.name] ?? .connecting).rawValue)),
                 ("channels", .array(device.channels.map { channel in
                     .object([

@@ -68,6 +68,8 @@ public struct BridgeDaemon: Sendable {
             CommandReplyFeature(),
             PairingAgentFeature(bluez: bluez, logger: logger),
             FleetFeature(logger: logger),
+            AdapterFeature(),
+            BridgeDeviceFeature(version: version, link: link, hostname: Hostname.current),
         ]
         let core = BridgeCore(config: config, bluez: bluez, link: link, discovery: discovery, features: features,
                               logger: logger, statusChanged: statusChanged)

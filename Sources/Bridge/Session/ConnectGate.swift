@@ -1,9 +1,12 @@
 /// One connection attempt in flight per adapter: bluetoothd and most controllers handle concurrent LE connection
 /// attempts badly (`InProgress`, `le-connection-abort-by-local`), so sessions take turns, first come first served.
+/// Each adapter is its own lane (named by its object path): attempts through different radios do not wait for each
+/// other (SPEC §8).
 ///
 /// Holders are named by a caller-chosen key (e.g. device and session generation), which makes `release` idempotent and
 /// lets it withdraw a request that has not been granted yet. A device that never answers holds the slot only until
-/// its connect timeout, after which its session releases it and the next waiter goes.
+/// its connect timeout, after which its session releases it and the next waiter goes. `release` needs no lane: a
+/// session that moved to another adapter still frees the slot it took on the old one.
 public actor ConnectGate<Key: Hashable & Sendable> {
     private struct Waiter {
         let id: UInt64
@@ -11,30 +14,39 @@ public actor ConnectGate<Key: Hashable & Sendable> {
         let continuation: CheckedContinuation<Void, any Error>
     }
 
-    public private(set) var holder: Key?
-    private var waiters: [Waiter] = []
+    private struct Lane {
+        var holder: Key?
+        var waiters: [Waiter] = []
+    }
+
+    private var lanes: [String: Lane] = [:]
     private var nextID: UInt64 = 0
 
     public init() {}
 
-    /// The keys waiting, in the order they will be served.
-    public var queue: [Key] { waiters.map(\.key) }
+    /// The holder of the default lane (callers that do not name adapters).
+    public var holder: Key? { lanes[""]?.holder }
+    /// The keys waiting in the default lane, in the order they will be served.
+    public var queue: [Key] { queue(lane: "") }
 
-    /// Waits for the slot, in FIFO order. Throws `CancellationError` if the task is cancelled or the request is
-    /// withdrawn with `release` before the grant; a grant that races with cancellation is handed on, never leaked.
-    /// Acquiring a key that already holds the slot returns at once.
-    public func acquire(_ key: Key) async throws {
-        if holder == key { return }
+    public func holder(lane: String) -> Key? { lanes[lane]?.holder }
+    public func queue(lane: String) -> [Key] { lanes[lane]?.waiters.map(\.key) ?? [] }
+
+    /// Waits for the lane's slot, in FIFO order. Throws `CancellationError` if the task is cancelled or the request
+    /// is withdrawn with `release` before the grant; a grant that races with cancellation is handed on, never
+    /// leaked. Acquiring a key that already holds the slot returns at once.
+    public func acquire(_ key: Key, lane: String = "") async throws {
+        if lanes[lane]?.holder == key { return }
         try Task.checkCancellation()
-        if holder == nil {
-            holder = key
+        if lanes[lane, default: Lane()].holder == nil {
+            lanes[lane, default: Lane()].holder = key
             return
         }
         nextID &+= 1
         let id = nextID
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                waiters.append(Waiter(id: id, key: key, continuation: continuation))
+                lanes[lane, default: Lane()].waiters.append(Waiter(id: id, key: key, continuation: continuation))
             }
         } onCancel: {
             // Unstructured on purpose: the handler is synchronous and may run on any thread, and withdrawing
@@ -47,31 +59,40 @@ public actor ConnectGate<Key: Hashable & Sendable> {
         }
     }
 
-    /// Frees the slot if `key` holds it (granting it to the next waiter), or withdraws `key`'s pending request.
-    /// Anything else is a no-op, so releasing twice is safe.
+    /// Frees the slot `key` holds in any lane (granting it to that lane's next waiter), or withdraws `key`'s pending
+    /// request. Anything else is a no-op, so releasing twice is safe.
     public func release(_ key: Key) {
-        if holder == key {
-            holder = nil
-            if !waiters.isEmpty {
-                let next = waiters.removeFirst()
-                holder = next.key
-                next.continuation.resume()
+        for name in Array(lanes.keys) {
+            guard var lane = lanes[name] else { continue }
+            if lane.holder == key {
+                lane.holder = nil
+                if !lane.waiters.isEmpty {
+                    let next = lane.waiters.removeFirst()
+                    lane.holder = next.key
+                    next.continuation.resume()
+                }
+            } else if let index = lane.waiters.firstIndex(where: { $0.key == key }) {
+                lane.waiters.remove(at: index).continuation.resume(throwing: CancellationError())
+            } else {
+                continue
             }
-        } else if let index = waiters.firstIndex(where: { $0.key == key }) {
-            waiters.remove(at: index).continuation.resume(throwing: CancellationError())
+            lanes[name] = lane.holder == nil && lane.waiters.isEmpty ? nil : lane
         }
     }
 
     /// Runs `body` holding the slot, releasing it however `body` ends.
-    public func withSlot<T: Sendable>(_ key: Key, _ body: @Sendable () async throws -> T) async throws -> T {
-        try await acquire(key)
+    public func withSlot<T: Sendable>(_ key: Key, lane: String = "", _ body: @Sendable () async throws -> T) async throws -> T {
+        try await acquire(key, lane: lane)
         defer { release(key) }
         return try await body()
     }
 
     private func withdraw(_ id: UInt64) {
-        if let index = waiters.firstIndex(where: { $0.id == id }) {
-            waiters.remove(at: index).continuation.resume(throwing: CancellationError())
+        for name in Array(lanes.keys) {
+            if let index = lanes[name]?.waiters.firstIndex(where: { $0.id == id }) {
+                lanes[name]!.waiters.remove(at: index).continuation.resume(throwing: CancellationError())
+                return
+            }
         }
     }
 }

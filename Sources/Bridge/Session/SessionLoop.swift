@@ -159,9 +159,16 @@ struct SessionLoop {
     private mutating func adapterChanged(_ adapter: AdapterInfo?, _ jobs: inout [Job]) {
         adapterSequence += 1
         guard let adapter else {
+            drive(.adapterGone, &jobs)      // with the old path still set, so its discovery is released
             adapterPath = nil
-            drive(.adapterGone, &jobs)
             return
+        }
+        // Moved to another adapter (SPEC §8 failover): end what runs on the old one, then start over on the new.
+        if let adapterPath, adapterPath != adapter.path {
+            drive(.adapterGone, &jobs)
+            // A Connect still pending through the old adapter would leave a second link: cancel it there first.
+            let gatt = env.gatt, old = ObjectPath.device(adapter: adapterPath, address: config.address)
+            cleanup { try? await gatt.disconnect(device: old, timeout: .seconds(3)) }
         }
         adapterPath = adapter.path
         let gatt = env.gatt, inbox = self.inbox, address = config.address, sequence = adapterSequence
@@ -223,10 +230,10 @@ struct SessionLoop {
         case .stopDiscovery:
             if let adapterPath { env.discovery.release(config.name, adapter: adapterPath) }
         case .requestConnectSlot(let generation):
-            let gate = env.gate, key = gateKey(generation)
+            let gate = env.gate, key = gateKey(generation), lane = adapterPath ?? ""
             jobs.append {
                 do {
-                    try await gate.acquire(key)
+                    try await gate.acquire(key, lane: lane)
                     inbox.yield(.machine(.connectSlotGranted(generation)))
                 } catch {}
             }
@@ -239,14 +246,18 @@ struct SessionLoop {
                 return
             }
             logger.debug("connecting")
+            let report = env.report, adapter = adapterPath ?? "", suspect = env.policy.adapterFailures
             afterCleanups(&jobs) {
                 do throws(BlueZError) {
                     try await gatt.connect(device: path, timeout: timeout)
+                    report(.adapterOperation(adapter: adapter, error: nil))
                     inbox.yield(.machine(.connectSucceeded(generation)))
                 } catch .alreadyConnected {
                     inbox.yield(.machine(.connectSucceeded(generation)))
                 } catch {
-                    inbox.yield(.machine(.failure(FailureKind(error, stage: .connect), generation)))
+                    let kind = FailureKind(error, stage: .connect)
+                    if suspect.contains(kind.category) { report(.adapterOperation(adapter: adapter, error: "Connect: \(error)")) }
+                    inbox.yield(.machine(.failure(kind, generation)))
                 }
             }
         case .pair(let generation, let timeout):

@@ -63,9 +63,9 @@ import Testing
                                     codec: try Codec(.hex), mode: .read, writable: true)
         let device = DeviceConfig(name: "lamp", address: BluetoothAddress("C0:FF:EE:00:00:03")!, channels: [channel],
                                   source: DeviceSource(kind: .api, file: "/s/devices.d/lamp.yaml", line: 1))
-        let listing = DeviceListing.json(testConfig(devices: [device]), states: [:], adapter: "hci0")
+        let listing = DeviceListing.json(testConfig(devices: [device]), states: [:], adapter: { _ in "hci0" })
         #expect(listing.serialized == #"[{"name":"lamp","address":"C0:FF:EE:00:00:03","source":"api","adapter":"hci0","state":"connecting","channels":[{"name":"led","characteristic":"ffe5/ffe9","codec":"hex","mode":"read","writable":true}]}]"#)
-        let online = DeviceListing.json(testConfig(devices: [device]), states: ["lamp": .online], adapter: "hci1")
+        let online = DeviceListing.json(testConfig(devices: [device]), states: ["lamp": .online], adapter: { _ in "hci1" })
         #expect(online[0]?["state"] == .string("online"))
     }
 }

@@ -156,3 +156,19 @@ func withTimeout(_ limit: Duration, _ body: @escaping @Sendable () async throws 
         if !finished { throw TimedOut() }
     }
 }
+
+@Suite struct ConnectGateLaneTests {
+    @Test func lanesAreIndependentAndReleaseFindsTheLane() async throws {
+        let gate = ConnectGate<String>()
+        try await gate.acquire("a", lane: "/org/bluez/hci0")
+        try await gate.acquire("b", lane: "/org/bluez/hci1")      // another adapter: granted at once
+        #expect(await gate.holder(lane: "/org/bluez/hci0") == "a")
+        #expect(await gate.holder(lane: "/org/bluez/hci1") == "b")
+        let waiter = Task { try await gate.acquire("c", lane: "/org/bluez/hci0") }
+        #expect(await eventually { await gate.queue(lane: "/org/bluez/hci0") == ["c"] })
+        await gate.release("a")                                    // no lane named: found all the same
+        try await waiter.value
+        #expect(await gate.holder(lane: "/org/bluez/hci0") == "c")
+        #expect(await gate.holder(lane: "/org/bluez/hci1") == "b")
+    }
+}

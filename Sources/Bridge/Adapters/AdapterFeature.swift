@@ -1,0 +1,44 @@
+import Codecs
+
+/// `B/bridge/adapters` (retained, republished when it changes and after a broker reconnect) and the
+/// `adapter_recovery` events on `B/bridge/event` (SPEC §8).
+struct AdapterFeature: BridgeFeature {
+    func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
+        var topics: BridgeTopics?
+        var adapters: String?
+        for await event in events {
+            switch event {
+            case .configApplied(_, let config):
+                let new = BridgeTopics(base: config.mqtt.baseTopic)
+                if let old = topics, old.base != new.base {
+                    context.publish(Self.adaptersTopic(old), "", qos: 1, retain: true)
+                    if let adapters { context.publish(Self.adaptersTopic(new), adapters, qos: 1, retain: true) }
+                }
+                topics = new
+            case .adapters(let statuses, _):
+                let text = AdapterStatus.json(statuses).serialized
+                guard text != adapters else { break }
+                adapters = text
+                if let topics { context.publish(Self.adaptersTopic(topics), text, qos: 1, retain: true) }
+            case .brokerConnected:
+                if let topics, let adapters { context.publish(Self.adaptersTopic(topics), adapters, qos: 1, retain: true) }
+            case .adapterRecovery(let adapter, let step, let ok):
+                guard let topics else { break }
+                context.publish(topics.bridgeEvent, Self.recoveryJSON(adapter: adapter, step: step, ok: ok), qos: 1)
+            default:
+                break
+            }
+        }
+    }
+
+    static func adaptersTopic(_ topics: BridgeTopics) -> String { topics.base + "/bridge/adapters" }
+
+    static func recoveryJSON(adapter: String, step: String, ok: Bool) -> String {
+        JSONValue.object([
+            ("type", .string("adapter_recovery")),
+            ("adapter", .string(adapter)),
+            ("step", .string(step)),
+            ("result", .string(ok ? "ok" : "failed")),
+        ]).serialized
+    }
+}

@@ -1,0 +1,146 @@
+import BlueZ
+import Bluetooth
+import Codecs
+import Config
+
+/// What the core knows about its adapters (SPEC §8): which of BlueZ's adapters the config uses, each one's health,
+/// which adapters saw which device how strongly, and where each device is placed. A value type the core owns; the
+/// decisions are `AdapterChoice`'s and `AdapterHealthMachine`'s, this keeps their inputs.
+struct AdapterSet {
+    var settings: BluetoothSettings
+    /// The adapters BlueZ has that the config uses, by name.
+    private(set) var present: [String: AdapterInfo] = [:]
+    private(set) var health: [String: AdapterHealthMachine] = [:]
+    /// Device name → adapter name.
+    private(set) var placed: [String: String] = [:]
+    private(set) var online: Set<String> = []
+    private var sightings: [BluetoothAddress: [String: AdapterChoice.Sighting]] = [:]
+    /// The saved devices' addresses: only their sightings are kept (a neighbour's phone with a rotating random
+    /// address must not grow the table).
+    private var watched: Set<BluetoothAddress> = []
+    let window: Duration
+
+    init(settings: BluetoothSettings, window: Duration) {
+        self.settings = settings
+        self.window = window
+    }
+
+    /// BlueZ's adapters changed: keeps those the config uses. Health survives an adapter's power cycle, and starts
+    /// afresh when an adapter reappears after being removed.
+    mutating func update(_ adapters: [AdapterInfo]) {
+        let used = adapters.filter { settings.uses($0.name) }
+        present = Dictionary(used.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        health = health.filter { present[$0.key] != nil }
+        for name in present.keys where health[name] == nil {
+            health[name] = AdapterHealthMachine(window: window)
+        }
+    }
+
+    /// The devices whose sightings count; sightings of any other address are dropped.
+    mutating func watch(_ devices: [DeviceConfig]) {
+        watched = Set(devices.map(\.address))
+        sightings = sightings.filter { watched.contains($0.key) }
+    }
+
+    mutating func saw(_ address: BluetoothAddress, adapter: String, rssi: Int?, at now: ContinuousClock.Instant) {
+        guard present[adapter] != nil, watched.contains(address) else { return }
+        sightings[address, default: [:]][adapter] = AdapterChoice.Sighting(rssi: rssi, at: now)
+    }
+
+    /// The device's sighting by `adapter` no longer holds (BlueZ removed the object, or the adapter went).
+    mutating func lostSight(_ address: BluetoothAddress, adapter: String) {
+        sightings[address]?[adapter] = nil
+    }
+
+    mutating func setOnline(_ device: String, _ value: Bool) {
+        if value { online.insert(device) } else { online.remove(device) }
+    }
+
+    mutating func forget(_ device: DeviceConfig) {
+        placed[device.name] = nil
+        online.remove(device.name)
+        sightings[device.address] = nil
+    }
+
+    /// Places every device, in config order (earlier devices get the first places on a full adapter), and returns
+    /// the names of the devices whose adapter changed. A device that is online stays where it is while its adapter
+    /// is there and powered: moving it would drop a working link.
+    mutating func place(_ devices: [DeviceConfig]) -> [String] {
+        if watched.count != devices.count || devices.contains(where: { !watched.contains($0.address) }) { watch(devices) }
+        var changed: [String] = []
+        for device in devices {
+            let current = placed[device.name]
+            if online.contains(device.name), let current, present[current]?.powered == true { continue }
+            let candidates = present.values.sorted { $0.name < $1.name }.map { adapter in
+                AdapterChoice.Candidate(
+                    name: adapter.name, powered: adapter.powered, healthy: health[adapter.name]?.isHealthy ?? true,
+                    devices: placed.filter { $0.key != device.name && $0.value == adapter.name }.count,
+                    maxConnections: settings.maxConnections(of: adapter.name),
+                    seen: sightings[device.address]?[adapter.name])
+            }
+            let choice = AdapterChoice.choose(pinned: device.adapter, current: current, candidates: candidates)
+            if choice != current {
+                placed[device.name] = choice
+                changed.append(device.name)
+            }
+        }
+        return changed
+    }
+
+    func adapter(of device: String) -> AdapterInfo? {
+        placed[device].flatMap { present[$0] }
+    }
+
+    /// Whether a device placed on `adapter` is missing (not online): the wedge rule's condition.
+    func missing(on adapter: String) -> Bool {
+        placed.contains { $0.value == adapter && !online.contains($0.key) }
+    }
+
+    mutating func feed(_ adapter: String, _ input: AdapterHealthMachine.Input,
+                       now: ContinuousClock.Instant) -> [AdapterHealthMachine.Action] {
+        guard health[adapter] != nil else { return [] }
+        var actions = health[adapter]!.handle(.deviceMissing(missing(on: adapter)), now: now)
+        actions += health[adapter]!.handle(input, now: now)
+        return actions
+    }
+
+    /// The `B/bridge/adapters` array, by name.
+    var statuses: [AdapterStatus] {
+        present.values.sorted { $0.name < $1.name }.map { adapter in
+            let machine = health[adapter.name]
+            return AdapterStatus(
+                name: adapter.name, address: adapter.address?.description, powered: adapter.powered,
+                discovering: adapter.discovering,
+                connections: placed.filter { $0.value == adapter.name && online.contains($0.key) }.count,
+                state: machine?.state ?? .ok, recoveries: machine?.recoveries ?? 0, lastError: machine?.lastError)
+        }
+    }
+}
+
+/// One element of `B/bridge/adapters` and of the API's `health` answer (SPEC §8).
+public struct AdapterStatus: Sendable, Equatable {
+    public var name: String
+    public var address: String?
+    public var powered: Bool
+    public var discovering: Bool
+    /// Devices online through this adapter.
+    public var connections: Int
+    public var state: AdapterHealthMachine.State
+    public var recoveries: Int
+    public var lastError: String?
+
+    var json: JSONValue {
+        .object([
+            ("name", .string(name)),
+            ("address", address.map { .string($0) } ?? .null),
+            ("powered", .bool(powered)),
+            ("discovering", .bool(discovering)),
+            ("connections", .int(connections)),
+            ("state", .string(state.rawValue)),
+            ("recoveries", .int(recoveries)),
+            ("last_error", lastError.map { .string($0) } ?? .null),
+        ])
+    }
+
+    static func json(_ list: [AdapterStatus]) -> JSONValue { .array(list.map(\.json)) }
+}

@@ -1,0 +1,103 @@
+import BlueZ
+import Bluetooth
+import Codecs
+import Config
+import Testing
+@testable import Bridge
+
+@Suite struct AdapterSetTests {
+    func adapter(_ name: String, powered: Bool = true) -> AdapterInfo {
+        AdapterInfo(path: "/org/bluez/\(name)", properties: ["Powered": .bool(powered)])
+    }
+
+    func device(_ n: Int, adapter: String? = nil) throws -> DeviceConfig {
+        DeviceConfig(name: "d\(n)", address: BluetoothAddress("C0:FF:EE:00:00:0\(n)")!,
+                     channels: [ChannelConfig(name: "c", characteristic: BluetoothUUID("2a19")!, codec: try Codec(.hex))],
+                     adapter: adapter)
+    }
+
+    @Test func maxConnectionsSendsTheSecondDeviceToTheOtherAdapter() throws {
+        var set = AdapterSet(settings: BluetoothSettings(adapters: [AdapterSetting(name: "hci0", maxConnections: 1),
+                                                                    AdapterSetting(name: "hci1", maxConnections: 1)]),
+                             window: .seconds(60))
+        set.update([adapter("hci0"), adapter("hci1"), adapter("hci2")])
+        #expect(set.present.keys.sorted() == ["hci0", "hci1"])     // hci2 is not listed
+        let devices = [try device(1), try device(2), try device(3)]
+        let now = ContinuousClock.now
+        set.watch(devices)
+        for n in 1...3 { set.saw(devices[n - 1].address, adapter: "hci0", rssi: -40, at: now) }
+        #expect(set.place(devices) == ["d1", "d2"])
+        #expect(set.placed == ["d1": "hci0", "d2": "hci1"])          // d3: both adapters full
+        #expect(set.adapter(of: "d3") == nil)
+    }
+
+    @Test func aPoweredOffAdapterLosesItsOfflineAndOnlineDevices() throws {
+        var set = AdapterSet(settings: BluetoothSettings(), window: .seconds(60))
+        set.update([adapter("hci0"), adapter("hci1")])
+        let devices = [try device(1), try device(2, adapter: "hci0")]
+        let now = ContinuousClock.now
+        set.watch(devices)
+        set.saw(devices[0].address, adapter: "hci0", rssi: -40, at: now)
+        set.saw(devices[0].address, adapter: "hci1", rssi: -70, at: now)
+        _ = set.place(devices)
+        #expect(set.placed == ["d1": "hci0", "d2": "hci0"])
+        set.setOnline("d1", true)
+        // A stronger sighting elsewhere does not move a device that is online.
+        set.saw(devices[0].address, adapter: "hci1", rssi: -20, at: now)
+        #expect(set.place(devices) == [])
+        set.update([adapter("hci0", powered: false), adapter("hci1")])
+        #expect(set.place(devices) == ["d1"])
+        #expect(set.placed == ["d1": "hci1", "d2": "hci0"])          // the pinned one waits for hci0
+        #expect(set.adapter(of: "d2")?.powered == false)
+    }
+
+    @Test func aWedgedAdapterIsAvoidedAndReportedAsRecovering() throws {
+        var set = AdapterSet(settings: BluetoothSettings(), window: .seconds(60))
+        set.update([adapter("hci0"), adapter("hci1")])
+        let devices = [try device(1)]
+        let t0 = ContinuousClock.now
+        set.watch(devices)
+        set.saw(devices[0].address, adapter: "hci0", rssi: -40, at: t0)
+        _ = set.place(devices)
+        #expect(set.missing(on: "hci0"))
+        _ = set.feed("hci0", .operationFailed("Connect: Failed"), now: t0)
+        #expect(set.feed("hci0", .tick, now: t0 + .seconds(60)).contains(.run(.restartDiscovery)))
+        #expect(set.place(devices) == ["d1"])
+        #expect(set.placed["d1"] == "hci1")
+        let status = set.statuses.first { $0.name == "hci0" }
+        #expect(status?.state == .recovering)
+        #expect(status?.recoveries == 1)
+        #expect(status?.lastError == "Connect: Failed")
+        #expect(AdapterStatus.json(set.statuses).serialized.contains(#""state":"recovering""#))
+    }
+}
+
+@Suite struct WedgeWindowTests {
+    @Test func sixtySecondsUnlessTheBenchShortensIt() {
+        #expect(BridgeCore.wedgeWindow(nil) == .seconds(60))
+        #expect(BridgeCore.wedgeWindow("2.5") == .milliseconds(2500))
+        #expect(BridgeCore.wedgeWindow("0") == .seconds(60))
+        #expect(BridgeCore.wedgeWindow("soon") == .seconds(60))
+        #expect(BridgeCore.wedgeWindow("100000") == .seconds(60))
+    }
+}
+
+@Suite struct AdapterSightingTests {
+    @Test func onlySavedDevicesAreRemembered() throws {
+        var set = AdapterSet(settings: BluetoothSettings(), window: .seconds(60))
+        set.update([AdapterInfo(path: "/org/bluez/hci0", properties: ["Powered": .bool(true)]),
+                    AdapterInfo(path: "/org/bluez/hci1", properties: ["Powered": .bool(true)])])
+        let saved = DeviceConfig(name: "d", address: BluetoothAddress("C0:FF:EE:00:00:01")!,
+                                 channels: [ChannelConfig(name: "c", characteristic: BluetoothUUID("2a19")!,
+                                                          codec: try Codec(.hex))])
+        set.watch([saved])
+        let now = ContinuousClock.now
+        // A stranger seen strongly by hci1 changes nothing; the saved device seen by hci1 goes there.
+        set.saw(BluetoothAddress("11:22:33:44:55:66")!, adapter: "hci1", rssi: -20, at: now)
+        #expect(set.place([saved]) == ["d"])
+        #expect(set.placed["d"] == "hci0")
+        set.saw(saved.address, adapter: "hci1", rssi: -50, at: now)
+        #expect(set.place([saved]) == ["d"])
+        #expect(set.placed["d"] == "hci1")
+    }
+}

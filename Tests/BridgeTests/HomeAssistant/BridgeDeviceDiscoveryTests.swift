@@ -1,0 +1,46 @@
+import Codecs
+import Config
+import Testing
+@testable import Bridge
+
+@Suite struct BridgeDeviceDiscoveryTests {
+    func discovery(enabled: Bool = true, host: String = "pi.local") -> BridgeDeviceDiscovery {
+        var config = BridgeConfig()
+        config.mqtt.baseTopic = "gb"
+        config.homeassistant.enabled = enabled
+        return BridgeDeviceDiscovery(config: config, version: "1.2.3", hostname: host)
+    }
+
+    @Test func oneDiagnosticSensorPerCountAndPerAdapter() throws {
+        let messages = discovery().messages(adapters: ["hci0", "hci1"])
+        #expect(messages.map(\.topic) == [
+            "homeassistant/sensor/gattbridge_bridge_pi_local/devices_online/config",
+            "homeassistant/sensor/gattbridge_bridge_pi_local/buffered_messages/config",
+            "homeassistant/sensor/gattbridge_bridge_pi_local/dropped_messages/config",
+            "homeassistant/sensor/gattbridge_bridge_pi_local/adapter_hci0/config",
+            "homeassistant/sensor/gattbridge_bridge_pi_local/adapter_hci1/config",
+        ])
+        let adapter = try JSONValue.parse(messages[3].payload)
+        #expect(adapter["state_topic"]?.stringValue == "gb/bridge/adapters")
+        #expect(adapter["entity_category"]?.stringValue == "diagnostic")
+        #expect(adapter["value_template"]?.stringValue?.contains("'equalto', 'hci0'") == true)
+        #expect(adapter["device"]?["name"]?.stringValue == "gattbridge bridge pi.local")
+        #expect(adapter["availability"]?.arrayValue?.first?["topic"]?.stringValue == "gb/bridge/state")
+        let online = try JSONValue.parse(messages[0].payload)
+        #expect(online["state_topic"]?.stringValue == "gb/bridge/diagnostics")
+        #expect(online["value_template"]?.stringValue == "{{ value_json.devices_online }}")
+        // Unique ids differ across entities and never collide with a device's (gattbridge_<address>_…).
+        let ids = try messages.map { try JSONValue.parse($0.payload)["unique_id"]?.stringValue ?? "" }
+        #expect(Set(ids).count == ids.count)
+        #expect(!HomeAssistantDiscovery.isOwnDiscoveryTopic(messages[0].topic, prefix: "homeassistant"))
+    }
+
+    @Test func nothingWhenHomeAssistantIsDisabled() {
+        #expect(discovery(enabled: false).messages(adapters: ["hci0"]).isEmpty)
+    }
+
+    @Test func diagnosticsPayload() {
+        #expect(BridgeDeviceDiscovery.diagnostics(online: 2, devices: 3, buffered: 10, dropped: 1)
+                == #"{"devices_online":2,"devices":3,"buffered":10,"dropped":1}"#)
+    }
+}
