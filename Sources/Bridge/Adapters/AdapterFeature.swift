@@ -9,8 +9,8 @@ struct AdapterFeature: BridgeFeature {
         for await event in events {
             switch event {
             case .configApplied(_, let config):
-                let new = BridgeTopics(base: config.mqtt.baseTopic)
-                if let old = topics, old.base != new.base {
+                let new = BridgeTopics(settings: config.mqtt)
+                if let old = topics, old != new {
                     context.publish(Self.adaptersTopic(old), "", qos: 1, retain: true)
                     if let adapters { context.publish(Self.adaptersTopic(new), adapters, qos: 1, retain: true) }
                 }
@@ -31,7 +31,8 @@ struct AdapterFeature: BridgeFeature {
         }
     }
 
-    static func adaptersTopic(_ topics: BridgeTopics) -> String { topics.base + "/bridge/adapters" }
+    /// `B/bridge/adapters`; `B/bridge/<id>/adapters` in a fleet.
+    static func adaptersTopic(_ topics: BridgeTopics) -> String { topics.bridgeOwn("adapters") }
 
     static func recoveryJSON(adapter: String, step: String, ok: Bool) -> String {
         JSONValue.object([

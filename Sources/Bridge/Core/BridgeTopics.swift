@@ -16,7 +16,12 @@ public struct BridgeTopics: Sendable, Equatable {
         self.init(base: settings.baseTopic, bridgeID: settings.bridgeID)
     }
 
-    public var bridgeState: String { bridgeID.map { bridgeState(of: $0) } ?? "\(base)/bridge/state" }
+    public var bridgeState: String { bridgeOwn("state") }
+    /// A topic about this bridge alone (its state, adapters, diagnostics): `B/bridge/<leaf>`, or in a fleet
+    /// `B/bridge/<id>/<leaf>`, since one topic written by several bridges would only say which wrote last.
+    public func bridgeOwn(_ leaf: String) -> String {
+        bridgeID.map { "\(base)/bridge/\($0)/\(leaf)" } ?? "\(base)/bridge/\(leaf)"
+    }
     public var bridgeEvent: String { "\(base)/bridge/event" }
     public var bridgeLog: String { "\(base)/bridge/log" }
 

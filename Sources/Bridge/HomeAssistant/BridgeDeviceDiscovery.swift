@@ -14,18 +14,22 @@ struct BridgeDeviceDiscovery: Sendable, Equatable {
 
     var isEnabled: Bool { config.homeassistant.enabled }
     private var prefix: String { config.homeassistant.discoveryPrefix }
-    private var topics: BridgeTopics { BridgeTopics(base: config.mqtt.baseTopic) }
+    private var topics: BridgeTopics { BridgeTopics(settings: config.mqtt) }
     var diagnosticsTopic: String { Self.diagnosticsTopic(topics) }
     var adaptersTopic: String { AdapterFeature.adaptersTopic(topics) }
 
     /// Home Assistant's birth topic: `online` there means it needs the configs again.
     var statusTopic: String { prefix + "/status" }
 
-    static func diagnosticsTopic(_ topics: BridgeTopics) -> String { topics.base + "/bridge/diagnostics" }
+    static func diagnosticsTopic(_ topics: BridgeTopics) -> String { topics.bridgeOwn("diagnostics") }
 
-    /// The host name as a discovery topic level and id: letters, digits, `_` and `-` only.
+    /// What names this bridge: the host name, or in a fleet its `bridge.id` (several bridges may share a host,
+    /// and each must be its own Home Assistant device).
+    private var label: String { config.mqtt.bridgeID ?? hostname }
+
+    /// The label as a discovery topic level and id: letters, digits, `_` and `-` only.
     var nodeID: String {
-        let safe = hostname.unicodeScalars.map { scalar -> Character in
+        let safe = label.unicodeScalars.map { scalar -> Character in
             scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "-")
                 ? Character(scalar) : "_"
         }
@@ -76,7 +80,7 @@ struct BridgeDeviceDiscovery: Sendable, Equatable {
                                               ("payload_available", "online"), ("payload_not_available", "offline")])])),
             ("device", .object([
                 ("identifiers", [.string(nodeID)]),
-                ("name", .string("gattbridge bridge \(hostname)")),
+                ("name", .string("gattbridge bridge \(label)")),
                 ("model", "gattbridge"),
                 ("sw_version", .string(version)),
             ])),

@@ -4,9 +4,10 @@ import Testing
 @testable import Bridge
 
 @Suite struct BridgeDeviceDiscoveryTests {
-    func discovery(enabled: Bool = true, host: String = "pi.local") -> BridgeDeviceDiscovery {
+    func discovery(enabled: Bool = true, host: String = "pi.local", bridgeID: String? = nil) -> BridgeDeviceDiscovery {
         var config = BridgeConfig()
         config.mqtt.baseTopic = "gb"
+        config.mqtt.bridgeID = bridgeID
         config.homeassistant.enabled = enabled
         return BridgeDeviceDiscovery(config: config, version: "1.2.3", hostname: host)
     }
@@ -33,6 +34,18 @@ import Testing
         let ids = try messages.map { try JSONValue.parse($0.payload)["unique_id"]?.stringValue ?? "" }
         #expect(Set(ids).count == ids.count)
         #expect(!HomeAssistantDiscovery.isOwnDiscoveryTopic(messages[0].topic, prefix: "homeassistant"))
+    }
+
+    /// Bridges of a fleet may share a host: each is its own device, reading its own per-bridge topics.
+    @Test func inAFleetTheBridgeIDNamesTheDeviceAndItsTopics() throws {
+        let messages = discovery(bridgeID: "kitchen").messages(adapters: ["hci0"])
+        #expect(messages[0].topic == "homeassistant/sensor/gattbridge_bridge_kitchen/devices_online/config")
+        let online = try JSONValue.parse(messages[0].payload)
+        #expect(online["state_topic"]?.stringValue == "gb/bridge/kitchen/diagnostics")
+        #expect(online["availability"]?.arrayValue?.first?["topic"]?.stringValue == "gb/bridge/kitchen/state")
+        #expect(online["device"]?["name"]?.stringValue == "gattbridge bridge kitchen")
+        let adapter = try JSONValue.parse(messages[3].payload)
+        #expect(adapter["state_topic"]?.stringValue == "gb/bridge/kitchen/adapters")
     }
 
     @Test func nothingWhenHomeAssistantIsDisabled() {
