@@ -48,6 +48,16 @@ def placed(mqtt, name: str, adapter: str, timeout: float = 30.0, since: int = 0)
     return mqtt.wait_for(topic("bridge", "devices"), match, timeout, since)
 
 
+def online_through(mqtt, name: str, timeout: float = 30.0, since: int = 0) -> str:
+    """Waits until B/bridge/devices says `name` is online; returns the adapter it went through (with `any`, both
+    centrals listen for a missing device and the first to hear it may take it)."""
+    def match(m):
+        entry = next((d for d in m.json() if d["name"] == name), None)
+        return entry is not None and entry["state"] == "online"
+    msg = mqtt.wait_for(topic("bridge", "devices"), match, timeout, since)
+    return next(d for d in msg.json() if d["name"] == name)["adapter"]
+
+
 def adapter_status(mqtt, name: str, predicate, timeout: float = 30.0, since: int = 0) -> dict:
     msg = mqtt.wait_for(topic("bridge", "adapters"),
                         lambda m: any(a["name"] == name and predicate(a) for a in m.json()), timeout, since)
@@ -63,8 +73,9 @@ def test_powered_off_adapter_fails_over_to_the_other(bench, peripheral, run_gatt
     strap = peripheral("heart_rate", STRAP, rate=5)
     central2 = bench.bluez.add_adapter(CENTRAL2)
     gattbridge = start(run_gattbridge, tmp_path, mosquitto, [hr_device("strap", STRAP)], ["hci0", central2])
-    placed(mqtt, "strap", "hci0")
-    status = adapter_status(mqtt, "hci0", lambda a: a["connections"] == 1)
+    first = online_through(mqtt, "strap")
+    other = central2 if first == "hci0" else "hci0"
+    status = adapter_status(mqtt, first, lambda a: a["connections"] == 1)
     assert set(status) == {"name", "address", "powered", "discovering", "connections", "state", "recoveries",
                            "last_error"}
     assert status["state"] == "ok" and status["powered"] is True, status
@@ -72,11 +83,11 @@ def test_powered_off_adapter_fails_over_to_the_other(bench, peripheral, run_gatt
     assert info["adapters"] == ["hci0", central2], info       # only the listed adapters, not the peripherals' own
 
     mark = mqtt.mark()
-    set_powered(bench, "hci0", False)
+    set_powered(bench, first, False)
     mqtt.wait_for(topic("strap", "availability"), "offline", 15, mark)
-    placed(mqtt, "strap", central2, since=mark)
+    placed(mqtt, "strap", other, since=mark)
     mqtt.wait_for(topic("strap", "heart_rate"), timeout=10, since=mqtt.mark())      # values flow again
-    adapter_status(mqtt, "hci0", lambda a: a["powered"] is False and a["connections"] == 0, since=mark)
+    adapter_status(mqtt, first, lambda a: a["powered"] is False and a["connections"] == 0, since=mark)
     assert gattbridge.running, gattbridge.stderr[-3000:]
     del strap
 
@@ -85,14 +96,27 @@ def test_removed_adapter_fails_over_to_the_other(bench, peripheral, run_gattbrid
     peripheral("heart_rate", STRAP, rate=5)
     central2 = bench.bluez.add_adapter(CENTRAL2)
     gattbridge = start(run_gattbridge, tmp_path, mosquitto, [hr_device("strap", STRAP)], ["hci0", central2])
-    placed(mqtt, "strap", "hci0")
+    first = online_through(mqtt, "strap")
+    other = central2 if first == "hci0" else "hci0"
 
     mark = mqtt.mark()
-    bench.bus.call("org.bluez", "/org/bluezoo", "org.bluezoo.Manager1", "RemoveAdapter", "y", 0)
-    placed(mqtt, "strap", central2, since=mark)
+    bench.bus.call("org.bluez", "/org/bluezoo", "org.bluezoo.Manager1", "RemoveAdapter", "y", int(first[3:]))
+    placed(mqtt, "strap", other, since=mark)
     mqtt.wait_for(topic("strap", "heart_rate"), timeout=10, since=mqtt.mark())
-    mqtt.wait_for(topic("bridge", "adapters"), lambda m: [a["name"] for a in m.json()] == [central2], 10, mark)
+    mqtt.wait_for(topic("bridge", "adapters"), lambda m: [a["name"] for a in m.json()] == [other], 10, mark)
     assert gattbridge.running, gattbridge.stderr[-3000:]
+
+
+def test_a_device_goes_through_the_adapter_that_hears_it_strongest(bench, peripheral, run_gattbridge, mosquitto,
+                                                                  mqtt, tmp_path):
+    """Both centrals listen for a missing `any` device, not only the one it was first placed on (hci0, by name):
+    the second hears it 40 dB stronger, so the device goes through it."""
+    peripheral("heart_rate", STRAP, rate=2)
+    central2 = bench.bluez.add_adapter(CENTRAL2)
+    bench.bluez.set_rssi(bench.bluez.central_address, STRAP, -90)
+    bench.bluez.set_rssi(CENTRAL2, STRAP, -50)
+    start(run_gattbridge, tmp_path, mosquitto, [hr_device("strap", STRAP)], ["hci0", central2])
+    assert online_through(mqtt, "strap") == central2
 
 
 def test_max_connections_sends_the_second_device_to_the_other_adapter(bench, peripheral, run_gattbridge, mosquitto,

@@ -87,6 +87,12 @@ struct AdapterSet {
         return changed
     }
 
+    /// The object paths of the adapters that listen for any missing `adapter: any` device: present, powered and
+    /// healthy (a recovering adapter's discovery is the recovery ladder's business).
+    var listening: Set<String> {
+        Set(present.values.filter { $0.powered && (health[$0.name]?.isHealthy ?? true) }.map(\.path))
+    }
+
     func adapter(of device: String) -> AdapterInfo? {
         placed[device].flatMap { present[$0] }
     }

@@ -84,6 +84,7 @@ extension BridgeCore {
             toldAdapter[name] = .some(now)
             session.send(.adapter(now))
         }
+        anyDiscovery.setAdapters(adapterSet.listening)
         publishAdapters()
     }
 

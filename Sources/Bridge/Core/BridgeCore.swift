@@ -19,6 +19,8 @@ public actor BridgeCore {
     private let features: [(feature: any BridgeFeature, events: AsyncStream<CoreEvent>, context: FeatureContext)]
     private let gate = ConnectGate<String>()
     let discovery: DiscoveryCoordinator
+    /// Discovery for `adapter: any` devices: through every usable adapter (see `AnyAdapterDiscovery`).
+    let anyDiscovery: AnyAdapterDiscovery
     var sessions: [String: DeviceSession] = [:]            // by device name
     private var byAddress: [BluetoothAddress: DeviceSession] = [:]
     // Adapters (SPEC §8): see BridgeCore+Adapters.swift.
@@ -45,6 +47,7 @@ public actor BridgeCore {
         self.link = link
         self.logger = logger
         self.discovery = discovery
+        self.anyDiscovery = AnyAdapterDiscovery(inner: discovery)
         self.adapterSet = AdapterSet(settings: config.bluetooth, window: Self.wedgeWindow())
         let host = FeatureHost(link: link)
         self.host = host
@@ -115,7 +118,8 @@ public actor BridgeCore {
     private func startSession(_ device: DeviceConfig, bluezAvailable: Bool) {
         let host = self.host, board = self.board, ownership = self.ownership, adapters = adapterInputs.continuation
         let environment = SessionEnvironment(
-            gatt: bluez, gate: gate, discovery: discovery, publisher: link, topics: topics, logger: logger,
+            gatt: bluez, gate: gate, discovery: device.adapter == nil ? anyDiscovery : discovery, publisher: link,
+            topics: topics, logger: logger,
             report: { report in
                 switch report {
                 case .availability(let online):
