@@ -45,6 +45,9 @@ def run_bridge(run_gattbridge, path: Path, mqtt) -> Bridge:
     process = run_gattbridge(["run", "--config", path, "--log-level", "debug"])
     bridge = Bridge(process, path, BASE)
     mqtt.wait_for(bridge.topic("bridge", "state"), "online", 15, since=mark)
+    # The API subscribes to its request topics before it publishes B/bridge/info, on the same connection: once
+    # info arrives the broker has the subscription (bridge/state is published at connect, before the features run).
+    mqtt.wait_for(bridge.topic("bridge", "info"), None, 15, since=mark)
     return bridge
 
 
