@@ -16,15 +16,7 @@ import Testing
     }
 
     func session() throws -> DeviceSession {
-        let config = DeviceConfig(name: "fake", address: FakeGATT.address, channels: [
-            ChannelConfig(name: "n", characteristic: BluetoothUUID("aaa1")!, codec: try Codec(.hex), mode: .notify),
-        ])
-        let recorder = self.recorder
-        let environment = SessionEnvironment(
-            gatt: gatt, gate: ConnectGate<String>(), discovery: recorder, publisher: recorder,
-            topics: BridgeTopics(base: "b"), logger: Logger(label: "test"), policy: DeviceSessionTests.fastPolicy,
-            jitter: { 0 }, report: { recorder.record($0) })
-        return DeviceSession(config: config, environment: environment, adapter: adapter("hci0"), bluezAvailable: true)
+        gatt.session(try FakeGATT.oneChannelDevice(), recorder: recorder, adapter: adapter("hci0"))
     }
 
     var operations: [(adapter: String, error: String?)] {

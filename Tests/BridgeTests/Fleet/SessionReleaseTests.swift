@@ -14,18 +14,7 @@ import Testing
     let recorder = SessionRecorder()
 
     func session(owned: Bool, onReport: @escaping @Sendable (DeviceReport) -> Void = { _ in }) throws -> DeviceSession {
-        let config = DeviceConfig(name: "fake", address: FakeGATT.address, channels: [
-            ChannelConfig(name: "n", characteristic: BluetoothUUID("aaa1")!, codec: try Codec(.hex), mode: .notify),
-        ])
-        let recorder = self.recorder
-        let environment = SessionEnvironment(
-            gatt: gatt, gate: ConnectGate<String>(), discovery: recorder, publisher: recorder,
-            topics: BridgeTopics(base: "b"), logger: Logger(label: "test"), policy: DeviceSessionTests.fastPolicy,
-            jitter: { 0 }, report: { recorder.record($0); onReport($0) })
-        let adapter = AdapterInfo(path: FakeGATT.adapterPath,
-                                  properties: ["Powered": .bool(true), "Address": .string("00:00:00:00:00:01")])
-        return DeviceSession(config: config, environment: environment, adapter: adapter, bluezAvailable: true,
-                             owned: owned)
+        gatt.session(try FakeGATT.oneChannelDevice(), recorder: recorder, owned: owned, onReport: onReport)
     }
 
     @Test func watchesSilentlyUntilOwnedThenReleasesAfterTheDisconnect() async throws {

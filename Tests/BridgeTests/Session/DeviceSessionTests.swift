@@ -28,14 +28,7 @@ import Testing
     }
 
     func session(_ config: DeviceConfig, adapterPowered: Bool = true) -> DeviceSession {
-        let recorder = self.recorder
-        let environment = SessionEnvironment(
-            gatt: gatt, gate: ConnectGate<String>(), discovery: recorder, publisher: recorder,
-            topics: BridgeTopics(base: "b"), logger: Logger(label: "test"), policy: Self.fastPolicy, jitter: { 0 },
-            report: { recorder.record($0) })
-        let adapter = AdapterInfo(path: FakeGATT.adapterPath,
-                                  properties: ["Powered": .bool(adapterPowered), "Address": .string("00:00:00:00:00:01")])
-        return DeviceSession(config: config, environment: environment, adapter: adapter, bluezAvailable: true)
+        gatt.session(config, recorder: recorder, adapter: FakeGATT.adapter(powered: adapterPowered))
     }
 
     func command(_ config: DeviceConfig, _ channel: String, _ verb: CommandVerb, _ payload: String) -> SessionInput {

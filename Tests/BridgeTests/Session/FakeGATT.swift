@@ -1,5 +1,6 @@
 import BlueZ
 import Bluetooth
+import Codecs
 import Config
 import DBus
 import Logging
@@ -176,5 +177,31 @@ func eventually(_ what: String, within limit: Duration = .seconds(30), _ conditi
             throw CancellationError()
         }
         try await Task.sleep(for: .milliseconds(2))
+    }
+}
+
+extension FakeGATT {
+    /// A device with one notify channel, the smallest a session runs.
+    static func oneChannelDevice() throws -> DeviceConfig {
+        DeviceConfig(name: "fake", address: address, channels: [
+            ChannelConfig(name: "n", characteristic: BluetoothUUID("aaa1")!, codec: try Codec(.hex), mode: .notify),
+        ])
+    }
+
+    /// The powered adapter the fake's device lives on (or another one by path).
+    static func adapter(path: String = adapterPath, powered: Bool = true) -> AdapterInfo {
+        AdapterInfo(path: path, properties: ["Powered": .bool(powered), "Address": .string("00:00:00:00:00:01")])
+    }
+
+    /// A session on this fake whose values, discovery and reports go to `recorder`, with the fast test policy and no
+    /// jitter; `onReport` also sees each report.
+    func session(_ config: DeviceConfig, recorder: SessionRecorder, adapter: AdapterInfo? = FakeGATT.adapter(),
+                 owned: Bool = true, onReport: @escaping @Sendable (DeviceReport) -> Void = { _ in }) -> DeviceSession {
+        let environment = SessionEnvironment(
+            gatt: self, gate: ConnectGate<String>(), discovery: recorder, publisher: recorder,
+            topics: BridgeTopics(base: "b"), logger: Logger(label: "test"), policy: DeviceSessionTests.fastPolicy,
+            jitter: { 0 }, report: { recorder.record($0); onReport($0) })
+        return DeviceSession(config: config, environment: environment, adapter: adapter, bluezAvailable: true,
+                             owned: owned)
     }
 }
