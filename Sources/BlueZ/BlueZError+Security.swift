@@ -16,7 +16,7 @@ extension BlueZError {
                 return Self.securityATTCodes.contains(String(code))
             }
             return lowered.contains("insufficient authentication") || lowered.contains("insufficient encryption")
-        case .notAuthorized, .authenticationFailed, .authenticationRejected, .authenticationCanceled,
+        case .notPaired, .notAuthorized, .authenticationFailed, .authenticationRejected, .authenticationCanceled,
              .authenticationTimeout:
             return true
         case .other(_, let message):

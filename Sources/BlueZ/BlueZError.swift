@@ -11,6 +11,9 @@ public enum BlueZError: Error, Sendable, Equatable, CustomStringConvertible {
     case failed(reason: String)
     case doesNotExist
     case notPermitted
+    /// org.bluez.Error.NotPermitted "Not paired": bluetoothd's answer to ATT Insufficient Authentication,
+    /// Encryption or Encryption Key Size, i.e. the characteristic needs a paired, encrypted link (SPEC §9 hint).
+    case notPaired
     case notSupported
     case notAuthorized
     case invalidArguments
@@ -53,7 +56,7 @@ public enum BlueZError: Error, Sendable, Equatable, CustomStringConvertible {
         "org.bluez.Error.NotConnected": { _ in .notConnected },
         "org.bluez.Error.Failed": { .failed(reason: $0) },
         "org.bluez.Error.DoesNotExist": { _ in .doesNotExist },
-        "org.bluez.Error.NotPermitted": { _ in .notPermitted },
+        "org.bluez.Error.NotPermitted": { $0.lowercased() == "not paired" ? .notPaired : .notPermitted },
         "org.bluez.Error.NotSupported": { _ in .notSupported },
         "org.bluez.Error.NotAuthorized": { _ in .notAuthorized },
         "org.bluez.Error.InvalidArguments": { _ in .invalidArguments },
@@ -106,6 +109,7 @@ public enum BlueZError: Error, Sendable, Equatable, CustomStringConvertible {
         case .failed(let reason): reason.isEmpty ? "failed" : "failed: \(reason)"
         case .doesNotExist: "object does not exist"
         case .notPermitted: "not permitted"
+        case .notPaired: "not paired (the characteristic needs an encrypted link)"
         case .notSupported: "not supported"
         case .notAuthorized: "not authorized"
         case .invalidArguments: "invalid arguments"

@@ -93,6 +93,8 @@ import Testing
         #expect(BlueZError.failed(reason: "Operation failed with ATT error: 0x0e").suggestsPairing)
         #expect(BlueZError.failed(reason: "Operation failed with ATT error: 0x0f").suggestsPairing)
         #expect(BlueZError.notAuthorized.suggestsPairing)
+        #expect(BlueZError.notPaired.suggestsPairing)
+        #expect(!BlueZError.notPermitted.suggestsPairing)
         #expect(BlueZError.other(name: "org.bluez.Error.NotPermitted", message: "Insufficient encryption").suggestsPairing)
         #expect(!BlueZError.failed(reason: "Operation failed with ATT error: 0x80").suggestsPairing)
         #expect(!BlueZError.failed(reason: "le-connection-abort-by-local").suggestsPairing)

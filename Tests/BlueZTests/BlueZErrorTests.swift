@@ -37,6 +37,12 @@ struct BlueZErrorTests {
         }
     }
 
+    /// bluetoothd answers ATT Insufficient Authentication/Encryption with NotPermitted "Not paired" (gatt-client.c).
+    @Test func notPairedIsToldApartFromOtherRefusals() {
+        #expect(BlueZError(DBusError(name: "org.bluez.Error.NotPermitted", message: "Not paired")) == .notPaired)
+        #expect(BlueZError(DBusError(name: "org.bluez.Error.NotPermitted", message: "Read not permitted")) == .notPermitted)
+    }
+
     @Test func failedKeepsTheReason() {
         let error = BlueZError(DBusError(name: "org.bluez.Error.Failed", message: "le-connection-abort-by-local"))
         #expect(error == .failed(reason: "le-connection-abort-by-local"))
