@@ -54,7 +54,7 @@ unit-test: setup
 integration-test: setup build
 	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/integration -q $(PYTEST_ARGS)
 
-# The whole suite, as CI runs it (~25 min): unit, integration, unit-file check, fuzz smoke, the Debian package (lintian
+# The whole suite, as CI runs it (~30 min): unit, integration, unit-file check, fuzz smoke, the Debian package (lintian
 # and an install in a fresh Debian 12), real BlueZ in QEMU run by the package's binary, and a 10-minute fault soak of
 # the release build (TEST_SOAK_SECONDS). The package is made from the soak's release build (same flags), so the
 # suite compiles the release configuration once.
