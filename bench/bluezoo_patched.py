@@ -494,9 +494,12 @@ def _patch_adapters() -> None:
 # central:  org.bluezoo.BenchRSSI1.SetRSSI(s adapter_address, s peer_address, n rssi) on /org/bluezoo/bench/rssi.
 # The device object already on that adapter gets the value at once (PropertiesChanged on Device1, as bluetoothd
 # signals a new advert's RSSI); a device reported later starts with it. Pairs never set keep BlueZoo's 0.
+# -127 (OUT_OF_RANGE), set before the adapter first reports the peripheral, means that adapter never hears it.
 
 DEVICE_IFACE = "org.bluez.Device1"
 _RSSI: dict[tuple[str, str], int] = {}
+# An RSSI at or below this, set before the adapter first reports the peripheral, means it never hears it.
+OUT_OF_RANGE = -127
 
 
 class BenchRSSI(sdbus.DbusInterfaceCommonAsync, interface_name="org.bluezoo.BenchRSSI1"):
@@ -533,6 +536,8 @@ def _patch_rssi() -> None:
 
     async def add_device(self: Adapter, device: Device):
         rssi = _RSSI.get((self.address.upper(), device.address.upper()))
+        if rssi is not None and rssi <= OUT_OF_RANGE:
+            return      # this adapter does not hear the peripheral at all
         if rssi is not None:
             device.rssi = rssi
         await original_add_device(self, device)

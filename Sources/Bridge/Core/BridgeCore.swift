@@ -31,7 +31,7 @@ public actor BridgeCore {
     var lastAdapterStatuses: [AdapterStatus]?
     var lastPlacement: [String: String] = [:]
     let adapterInputs = AsyncStream.makeStream(of: AdapterInput.self)
-    let adapterJobs = AsyncStream.makeStream(of: Job.self)
+    let adapterJobs: (stream: AsyncStream<Job>, continuation: AsyncStream<Job>.Continuation)
     private let board: AvailabilityBoard
     private let spawns: AsyncStream<DeviceSession>
     private let spawner: AsyncStream<DeviceSession>.Continuation
@@ -47,7 +47,14 @@ public actor BridgeCore {
         self.link = link
         self.logger = logger
         self.discovery = discovery
-        self.anyDiscovery = AnyAdapterDiscovery(inner: discovery)
+        let jobs = AsyncStream.makeStream(of: Job.self)
+        self.adapterJobs = jobs
+        self.anyDiscovery = AnyAdapterDiscovery(inner: discovery, schedule: { delay, body in
+            jobs.continuation.yield {
+                try? await Task.sleep(for: delay)
+                if !Task.isCancelled { body() }
+            }
+        })
         self.adapterSet = AdapterSet(settings: config.bluetooth, window: Self.wedgeWindow())
         let host = FeatureHost(link: link)
         self.host = host
