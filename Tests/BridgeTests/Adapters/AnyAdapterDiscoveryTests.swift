@@ -16,6 +16,7 @@ import Testing
         let pending = Mutex<[@Sendable () -> Void]>([])
         func schedule(_ delay: Duration, _ body: @escaping @Sendable () -> Void) { pending.withLock { $0.append(body) } }
         func fire() { for body in pending.withLock({ p in defer { p = [] }; return p }) { body() } }
+        func fireOldest() { pending.withLock { $0.isEmpty ? nil : $0.removeFirst() }?() }
     }
 
     let recorder = Recorder()
@@ -41,9 +42,11 @@ import Testing
         let discovery = discovery()
         discovery.setAdapters(["/org/bluez/hci0", "/org/bluez/hci1"])
         discovery.want("strap", adapter: "/org/bluez/hci0")
-        discovery.release("strap", adapter: "/org/bluez/hci0")
-        discovery.want("strap", adapter: "/org/bluez/hci0")      // lost again: a new head start
-        timers.fire()                                            // the first one's timer is stale; the second widens
+        discovery.release("strap", adapter: "/org/bluez/hci0")     // found before the head start ran out
+        discovery.want("strap", adapter: "/org/bluez/hci0")        // lost again: a new head start
+        timers.fireOldest()                                        // the first search's timer: stale
+        #expect(recorder.listening == ["/org/bluez/hci0"])
+        timers.fireOldest()                                        // the current search's own timer
         #expect(recorder.listening == ["/org/bluez/hci0", "/org/bluez/hci1"])
     }
 
