@@ -68,6 +68,9 @@ public struct AdapterHealthMachine: Sendable {
     /// Whether a step is running or the machine waits for one; a device with `adapter: any` avoids such an adapter.
     public var isHealthy: Bool { state == .ok }
 
+    /// Whether operations have failed since the last success or recovery step (the wedge window is open).
+    public var isFailing: Bool { failingSince != nil }
+
     public mutating func handle(_ input: Input, now: ContinuousClock.Instant) -> [Action] {
         var out: [Action] = []
         switch input {
@@ -108,6 +111,13 @@ public struct AdapterHealthMachine: Sendable {
                 nextStep = .powerCycle
             case (.powerCycle, true):
                 nextStep = nil
+                // Nothing missing on it (its devices failed over elsewhere): no operation will come to prove it
+                // works, and the power cycle itself answered, so it is usable again. With a device missing, the
+                // device's reconnection decides.
+                if missingSince == nil {
+                    state = .ok
+                    out.append(.changed)
+                }
             case (.powerCycle, false):
                 giveUp(now: now, &out)
             }

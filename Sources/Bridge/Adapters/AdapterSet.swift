@@ -14,6 +14,10 @@ struct AdapterSet {
     /// Device name → adapter name.
     private(set) var placed: [String: String] = [:]
     private(set) var online: Set<String> = []
+    /// Adapters a missing device was moved away from while their operations were failing. The wedge rule keeps
+    /// counting for them until an operation through them works: otherwise a device that fails over to another
+    /// adapter (after `AnyAdapterDiscovery`'s head start) would leave the wedged one unhealed, its capacity lost.
+    private var abandoned: Set<String> = []
     private var sightings: [BluetoothAddress: [String: AdapterChoice.Sighting]] = [:]
     /// The saved devices' addresses: only their sightings are kept (a neighbour's phone with a rotating random
     /// address must not grow the table).
@@ -31,6 +35,7 @@ struct AdapterSet {
         let used = adapters.filter { settings.uses($0.name) }
         present = Dictionary(used.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         health = health.filter { present[$0.key] != nil }
+        abandoned = abandoned.filter { present[$0] != nil }
         for name in present.keys where health[name] == nil {
             health[name] = AdapterHealthMachine(window: window)
         }
@@ -80,6 +85,9 @@ struct AdapterSet {
             }
             let choice = AdapterChoice.choose(pinned: device.adapter, current: current, candidates: candidates)
             if choice != current {
+                if let current, !online.contains(device.name), health[current]?.isFailing == true {
+                    abandoned.insert(current)
+                }
                 placed[device.name] = choice
                 changed.append(device.name)
             }
@@ -97,14 +105,19 @@ struct AdapterSet {
         placed[device].flatMap { present[$0] }
     }
 
-    /// Whether a device placed on `adapter` is missing (not online): the wedge rule's condition.
+    /// Whether a device placed on `adapter` is missing (not online), or one left it missing while it was failing:
+    /// the wedge rule's condition.
     func missing(on adapter: String) -> Bool {
-        placed.contains { $0.value == adapter && !online.contains($0.key) }
+        abandoned.contains(adapter) || placed.contains { $0.value == adapter && !online.contains($0.key) }
     }
 
     mutating func feed(_ adapter: String, _ input: AdapterHealthMachine.Input,
                        now: ContinuousClock.Instant) -> [AdapterHealthMachine.Action] {
         guard health[adapter] != nil else { return [] }
+        switch input {
+        case .operationSucceeded, .stepFinished(_, ok: true, _): abandoned.remove(adapter)
+        default: break
+        }
         var actions = health[adapter]!.handle(.deviceMissing(missing(on: adapter)), now: now)
         actions += health[adapter]!.handle(input, now: now)
         return actions

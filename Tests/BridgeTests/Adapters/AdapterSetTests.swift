@@ -70,6 +70,48 @@ import Testing
         #expect(status?.lastError == "Connect: Failed")
         #expect(AdapterStatus.json(set.statuses).serialized.contains(#""state":"recovering""#))
     }
+
+    /// The soak's race: the device of a wedged adapter is heard by the other one after the head start and fails over
+    /// before the window ends. The wedged adapter must still be healed, and be usable again after its power cycle.
+    @Test func anAdapterWhoseMissingDeviceFailedOverIsStillHealed() throws {
+        var set = AdapterSet(settings: BluetoothSettings(), window: .seconds(10))
+        set.update([adapter("hci0"), adapter("hci1")])
+        let devices = [try device(1)]
+        let t0 = ContinuousClock.now
+        set.watch(devices)
+        set.saw(devices[0].address, adapter: "hci0", rssi: -40, at: t0)
+        _ = set.place(devices)
+        _ = set.feed("hci0", .operationFailed("StartDiscovery: Failed"), now: t0)
+        // hci0 hears nothing more; hci1 hears the device and it goes there, and comes online.
+        set.lostSight(devices[0].address, adapter: "hci0")
+        set.saw(devices[0].address, adapter: "hci1", rssi: -50, at: t0 + .seconds(9))
+        #expect(set.place(devices) == ["d1"])
+        set.setOnline("d1", true)
+        #expect(set.missing(on: "hci0"))
+        #expect(set.feed("hci0", .tick, now: t0 + .seconds(10)).contains(.run(.restartDiscovery)))
+        _ = set.feed("hci0", .stepFinished(.restartDiscovery, ok: false, error: "Failed"), now: t0 + .seconds(10))
+        let actions = set.feed("hci0", .stepFinished(.powerCycle, ok: true, error: nil), now: t0 + .seconds(11))
+        #expect(actions == [.announce(.powerCycle, ok: true), .changed])
+        #expect(set.statuses.first { $0.name == "hci0" }?.state == .ok)
+        #expect(!set.missing(on: "hci0"))
+    }
+
+    /// A device that leaves an adapter whose operations work (a stronger radio heard it) is no evidence of a wedge.
+    @Test func aDeviceLeavingAWorkingAdapterLeavesNoWedgeBehind() throws {
+        var set = AdapterSet(settings: BluetoothSettings(), window: .seconds(10))
+        set.update([adapter("hci0"), adapter("hci1")])
+        let devices = [try device(1)]
+        let t0 = ContinuousClock.now
+        set.watch(devices)
+        set.saw(devices[0].address, adapter: "hci0", rssi: -60, at: t0)
+        _ = set.place(devices)
+        set.saw(devices[0].address, adapter: "hci1", rssi: -30, at: t0 + .seconds(1))
+        #expect(set.place(devices) == ["d1"])
+        set.setOnline("d1", true)
+        #expect(!set.missing(on: "hci0"))
+        _ = set.feed("hci0", .operationFailed("StartDiscovery: InProgress"), now: t0 + .seconds(2))
+        #expect(set.feed("hci0", .tick, now: t0 + .seconds(30)) == [])
+    }
 }
 
 @Suite struct WedgeWindowTests {
