@@ -200,6 +200,19 @@ bench: setup bench-build
 bench-fleet: setup bench-build
 	GATTBRIDGE_BIN=$(CURDIR)/$(BENCH_BIN) $(PYTHON) scripts/bench/fleet_scale.py $(FLEET_ARGS)
 
+# Where the CPU per notification goes, gattbridge beside the floor relay (scripts/bench/profile_hot_path.py):
+# system calls per notification (strace, the default) or a perf profile by symbol (PROFILE_ARGS="--tool perf").
+# The release build with its symbols kept, in a scratch path of its own. PROFILE_ARGS="--path sig --rate 1000".
+PROFILE_BUILD := .build-profile
+PROFILE_ARGS  ?=
+.PHONY: profile profile-build
+profile-build: release-prep $(FLOOR_BIN)
+	$(SWIFT) build $(RELEASE_FLAGS) --scratch-path $(PROFILE_BUILD)
+
+profile: setup profile-build
+	GATTBRIDGE_BIN=$(CURDIR)/$(PROFILE_BUILD)/release/gattbridge FLOOR_RELAY_BIN=$(CURDIR)/$(FLOOR_BIN) \
+		$(PYTHON) scripts/bench/profile_hot_path.py $(PROFILE_ARGS)
+
 # make soak DURATION=600 (seconds; SOAK_DURATION works too). Exit status 1 on a crash, a loss, an unrecovered fault
 # or growing RSS. Report on stdout, JSON in .bench/soak-latest.json.
 soak: setup bench-build

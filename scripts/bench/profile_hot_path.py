@@ -1,0 +1,166 @@
+"""`make profile`: where gattbridge's CPU per notification goes, beside the floor relay, on one path at one rate.
+
+`make bench` says how far gattbridge is from the floor; this says why. It starts the bench world, then for each
+subject (gattbridge, release build; the floor relay on the twin peripheral) streams `--count` notifications at
+`--rate` on `--path` and attaches, for the stream's duration:
+
+- `strace -f -c` (the default): system calls per notification by name, all threads. The floor relay makes the
+  fewest calls BlueZ's API and libmosquitto allow; every extra call per notification is gattbridge's own cost.
+- `perf`: `perf record -g` sampling (cpu-clock: this VM has no hardware counters), then `perf report` by symbol
+  (`make profile` builds the release binary with its symbols kept).
+
+Counts, not timings, so a loaded machine still gives the same answer. Output on stdout. Needs `strace` or `perf`
+(Debian: `apt install strace linux-perf`).
+
+    .venv/bin/python scripts/bench/profile_hot_path.py [--path fd|sig] [--rate 1000] [--count 5000]
+                                                       [--tool strace|perf] [--subjects gattbridge,floor]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (BASE, CHARACTERISTIC, FLOOR_FD_ADDRESS, FLOOR_SIG_ADDRESS, REPO, StampSubscriber,  # noqa: E402
+                    World, floor_relay_binary)
+from bench.bench import Process  # noqa: E402
+
+
+def log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def attach(tool: str, pid: int, out: Path) -> subprocess.Popen:
+    if tool == "strace":
+        cmd = ["strace", "-f", "-c", "-o", str(out), "-p", str(pid)]
+    else:
+        cmd = ["perf", "record", "-e", "cpu-clock", "-F", "4999", "-g", "-o", str(out), "-p", str(pid)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(1.0)     # strace/perf need a moment to attach to every thread; nothing is streaming yet
+    return proc
+
+
+def detach(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def stream(world: World, stamps: StampSubscriber, peripheral, topic: str, burst: int, rate: float,
+           count: int) -> int:
+    start = len(stamps.poll())
+    since = peripheral.burst(burst, rate, count)
+    peripheral.wait_burst(burst, since, timeout=count / rate * 4 + 30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        got = sum(1 for t, b, *_ in stamps.poll()[start:] if t == topic and b == burst)
+        if got >= count:
+            return got
+        time.sleep(0.05)
+    return sum(1 for t, b, *_ in stamps.poll()[start:] if t == topic and b == burst)
+
+
+def strace_table(path: Path, notifications: int) -> list[tuple[str, float]]:
+    rows = []
+    for line in path.read_text().splitlines():
+        fields = line.split()
+        # % time, seconds, usecs/call, calls, [errors], syscall
+        if len(fields) >= 5 and re.fullmatch(r"[\d.]+", fields[0]) and fields[-1] != "total":
+            calls = int(fields[3])
+            rows.append((fields[-1], calls / max(1, notifications)))
+    return sorted(rows, key=lambda r: -r[1])
+
+
+def perf_table(path: Path, limit: int = 40) -> str:
+    report = subprocess.run(["perf", "report", "-i", str(path), "--no-children", "--sort", "dso,sym", "--stdio",
+                             "--percent-limit", "0.7", "-g", "none"], capture_output=True, text=True)
+    lines = [line for line in report.stdout.splitlines() if line and not line.startswith("#")]
+    return "\n".join(lines[:limit])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--path", choices=("fd", "sig"), default="fd")
+    ap.add_argument("--rate", type=float, default=1000)
+    ap.add_argument("--count", type=int, default=5000)
+    ap.add_argument("--tool", choices=("strace", "perf"), default="strace")
+    ap.add_argument("--subjects", default="gattbridge,floor")
+    ap.add_argument("--out-dir", default=str(REPO / ".bench" / "profile"))
+    a = ap.parse_args()
+    subjects = [s for s in a.subjects.split(",") if s]
+    out_dir = Path(a.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    world = World(floor="floor" in subjects)
+    results: dict[str, dict] = {}
+    try:
+        stamps = StampSubscriber(world.bench, world.broker.port)
+        burst = 900
+        if "gattbridge" in subjects:
+            gb = world.start_gattbridge()
+            world.wait_online(timeout=60)
+            time.sleep(2)
+            peripheral = world.fd if a.path == "fd" else world.sig
+            out = out_dir / f"gattbridge-{a.path}.{a.tool}"
+            tracer = attach(a.tool, gb.pid, out)
+            burst += 1
+            got = stream(world, stamps, peripheral, f"{BASE}/{a.path}/stamp", burst, a.rate, a.count)
+            detach(tracer)
+            results["gattbridge"] = {"file": out, "received": got}
+            gb.stop()
+        if "floor" in subjects:
+            connect = Process([sys.executable, str(Path(__file__).resolve().parent / "connect_devices.py"),
+                               FLOOR_FD_ADDRESS, FLOOR_SIG_ADDRESS], "connect-floor", env=world.bench.env, cwd=REPO,
+                              log_dir=world.bench.log_dir).start()
+            world.bench.processes.append(connect)
+            if connect.wait(120) != 0:
+                raise RuntimeError(f"could not connect the floor relay's peripherals: {connect.stderr[-3000:]}")
+            peripheral = world.floor_fd if a.path == "fd" else world.floor_sig
+            topic = f"{BASE}/floor_{a.path}/stamp"
+            relay = Process([floor_relay_binary(), f"{peripheral.address}/{CHARACTERISTIC}", "127.0.0.1",
+                             world.broker.port, topic], "floor-relay", env=world.bench.env,
+                            log_dir=world.bench.log_dir).start()
+            world.bench.processes.append(relay)
+            json.loads(relay.wait_for_line('"ready"', 30))
+            time.sleep(1)
+            out = out_dir / f"floor-{a.path}.{a.tool}"
+            tracer = attach(a.tool, relay.pid, out)
+            burst += 1
+            got = stream(world, stamps, peripheral, topic, burst, a.rate, a.count)
+            detach(tracer)
+            results["floor"] = {"file": out, "received": got}
+            relay.signal(signal.SIGTERM)
+            relay.wait(10)
+    finally:
+        world.close()
+
+    print(f"\nhot-path profile — {a.path} path, {a.count} notifications at {a.rate:.0f}/s, {a.tool}")
+    if a.tool == "strace":
+        tables = {name: dict(strace_table(r["file"], r["received"])) for name, r in results.items()}
+        names = sorted({n for t in tables.values() for n in t}, key=lambda n: -max(t.get(n, 0) for t in tables.values()))
+        print(f"\nsystem calls per notification (all threads)")
+        print(f"{'syscall':<18}" + "".join(f"{s:>12}" for s in tables))
+        for n in names:
+            print(f"{n:<18}" + "".join(f"{tables[s].get(n, 0):>12.3f}" for s in tables))
+        print(f"{'total':<18}" + "".join(f"{sum(tables[s].values()):>12.3f}" for s in tables))
+        for name, r in results.items():
+            print(f"{name}: {r['received']} of {a.count} received; raw table in {r['file']}")
+    else:
+        for name, r in results.items():
+            print(f"\n--- {name}: {r['received']} of {a.count} received; {r['file']}")
+            print(perf_table(r["file"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
