@@ -68,28 +68,42 @@ final class FDNotificationReader: Sendable {
         }
     }
 
-    /// Runs on the loop thread. Reads until the socket is drained, so a burst costs one wake-up of the loop.
+    /// Packets one `recvmmsg` takes: a burst larger than this costs one more call per `slots` notifications.
+    private static let slots = 8
+
+    /// Runs on the loop thread. Reads until the socket is drained (one `recvmmsg` per batch, see `PacketBatch`), so a
+    /// burst costs one wake-up of the loop, and a lone notification one system call.
     private func readAvailable() {
         let capacity = capacity
         while true {
             let fd = state.withLock { $0.closed ? -1 : $0.fd }
             guard fd >= 0 else { return }
-            // Read into the stack and copy out only the bytes received: no heap buffer for the final EAGAIN read,
-            // and values the size of the notification rather than of the MTU.
-            let (n, failure) = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer in
-                let n = Glibc.read(fd, buffer.baseAddress, capacity)
-                if n > 0 { deliver(Array(buffer[..<n])) }
-                return (n, n < 0 ? errno : 0)
+            var ended = false
+            // Copied out of the stack buffers: values the size of the notification rather than of the MTU.
+            let outcome = PacketBatch.receive(fd: fd, capacity: capacity, slots: Self.slots) { packet in
+                guard !ended else { return }
+                // An empty notification, unless it is the end-of-file of a hung-up socket.
+                if packet.isEmpty && Self.peerHungUp(fd) {
+                    ended = true
+                    return
+                }
+                deliver(Array(packet))
             }
-            if n > 0 { continue }
-            if n == 0 && !Self.peerHungUp(fd) {
-                deliver([])     // an empty notification, not end-of-file
+            switch outcome {
+            case _ where ended:
+                close()
+                return
+            case .received(let count):
+                if count == 0 && Self.peerHungUp(fd) { close() }
+                if count < Self.slots { return }
+            case .wouldBlock:
+                return
+            case .interrupted:
                 continue
+            case .failed:
+                close()     // a socket error
+                return
             }
-            if failure == EINTR { continue }
-            if failure == EAGAIN || failure == EWOULDBLOCK { return }
-            close()     // EOF or a socket error
-            return
         }
     }
 

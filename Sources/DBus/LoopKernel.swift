@@ -247,9 +247,10 @@ final class LoopKernel: @unchecked Sendable {
         }
     }
 
+    /// The eventfd is drained in `handle(.wake)`, only when `poll` says it was written: reading it here on every turn
+    /// was one system call per notification for nothing. Work queued from another thread always writes it (while
+    /// `wakePending` is false), so the next `poll` returns at once even if this turn already ran that work.
     private func runQueued() {
-        var counter: UInt64 = 0
-        _ = read(wakeFD, &counter, 8)
         let items = queue.withLock { q in
             q.wakePending = false
             return q.items.isEmpty ? [] : q.items.swapAndClear()
@@ -273,7 +274,8 @@ final class LoopKernel: @unchecked Sendable {
     private func handle(_ owner: PollOwner, revents: Int16) {
         switch owner {
         case .wake:
-            break   // drained by runQueued()
+            var counter: UInt64 = 0
+            _ = read(wakeFD, &counter, 8)
         case .dbus(let watch):
             // libdbus may have removed or disabled it while handling an earlier fd of this round.
             guard dbusWatches.contains(watch), dbus_watch_get_enabled(watch) != 0 else { return }

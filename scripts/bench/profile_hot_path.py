@@ -6,6 +6,7 @@ subject (gattbridge, release build; the floor relay on the twin peripheral) stre
 
 - `strace -f -c` (the default): system calls per notification by name, all threads. The floor relay makes the
   fewest calls BlueZ's API and libmosquitto allow; every extra call per notification is gattbridge's own cost.
+- `trace`: every system call with its thread and time (`strace -f -tt`), to read one notification's way.
 - `perf`: `perf record -g` sampling (cpu-clock: this VM has no hardware counters), then `perf report` by symbol
   (`make profile` builds the release binary with its symbols kept).
 
@@ -42,6 +43,8 @@ def log(text: str) -> None:
 def attach(tool: str, pid: int, out: Path) -> subprocess.Popen:
     if tool == "strace":
         cmd = ["strace", "-f", "-c", "-o", str(out), "-p", str(pid)]
+    elif tool == "trace":
+        cmd = ["strace", "-f", "-tt", "-o", str(out), "-p", str(pid)]
     else:
         cmd = ["perf", "record", "-e", "cpu-clock", "-F", "4999", "-g", "-o", str(out), "-p", str(pid)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -94,7 +97,7 @@ def main() -> int:
     ap.add_argument("--path", choices=("fd", "sig"), default="fd")
     ap.add_argument("--rate", type=float, default=1000)
     ap.add_argument("--count", type=int, default=5000)
-    ap.add_argument("--tool", choices=("strace", "perf"), default="strace")
+    ap.add_argument("--tool", choices=("strace", "trace", "perf"), default="strace")
     ap.add_argument("--subjects", default="gattbridge,floor")
     ap.add_argument("--out-dir", default=str(REPO / ".bench" / "profile"))
     a = ap.parse_args()
@@ -155,6 +158,9 @@ def main() -> int:
         print(f"{'total':<18}" + "".join(f"{sum(tables[s].values()):>12.3f}" for s in tables))
         for name, r in results.items():
             print(f"{name}: {r['received']} of {a.count} received; raw table in {r['file']}")
+    elif a.tool == "trace":
+        for name, r in results.items():
+            print(f"{name}: {r['received']} of {a.count} received; every system call in {r['file']}")
     else:
         for name, r in results.items():
             print(f"\n--- {name}: {r['received']} of {a.count} received; {r['file']}")

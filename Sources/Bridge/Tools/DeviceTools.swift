@@ -25,7 +25,7 @@ enum DeviceTools {
             }
             for await event in inputs {
                 guard let event else { break }
-                results.apply(event)
+                _ = results.apply(event)
             }
             group.cancelAll()
         }
