@@ -116,15 +116,10 @@ extension BlueZClient {
         var tap: SignalTap?
         if let onValue {
             let untapped = untappedPaths
-            tap = await connection.tap(MatchRule(sender: BlueZNames.service, interface: BlueZNames.properties,
-                                                 member: "PropertiesChanged", path: path,
-                                                 arg0: BlueZNames.gattCharacteristic)) { message in
-                guard let change = PropertiesChanged(message), let value = change.changed["Value"]?.bytes else {
-                    return false
-                }
+            tap = await connection.tapProperty(sender: BlueZNames.service, path: path,
+                                               interface: BlueZNames.gattCharacteristic, property: "Value") { value, alone in
                 onValue(value)
-                return change.changed.count == 1 && change.invalidated.isEmpty
-                    && !untapped.contains(path)
+                return alone && !untapped.contains(path)
             }
         }
         // BlueZ keeps one notify session per client and characteristic: only the first local subscriber starts it.

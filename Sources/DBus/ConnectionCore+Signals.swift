@@ -1,4 +1,5 @@
 internal import CDBus
+import Glibc
 
 /// Signal subscriptions and the name-owner tracking that lets a rule with a well-known sender be matched locally.
 ///
@@ -14,14 +15,6 @@ extension ConnectionCore {
         var continuation: AsyncStream<DBusMessage>.Continuation
         var owner: OwnerWatch?
         var matchAdded = false
-    }
-
-    /// A handler run on the loop thread for signals matching `rule`, ahead of the async subscriptions. Returning
-    /// true consumes the signal. A tap adds no match rule: some subscription must make the bus route the signal here
-    /// (and, for a well-known sender, track its owner).
-    struct Tap {
-        var rule: MatchRule
-        var handler: @Sendable (DBusMessage) -> Bool
     }
 
     final class OwnerWatch {
@@ -174,6 +167,7 @@ extension ConnectionCore {
     /// Decodes the header, picks the subscriptions it can match, and decodes the body only if one might.
     func deliverSignal(_ raw: OpaquePointer) {
         guard !subscriptions.isEmpty || !owners.isEmpty || !taps.isEmpty else { return }
+        if !taps.isEmpty, tapped(raw) { return }
         var message = DBusMessage(
             kind: .signal,
             path: dbus_message_get_path(raw).map { String(cString: $0) },
@@ -181,7 +175,6 @@ extension ConnectionCore {
             member: dbus_message_get_member(raw).map { String(cString: $0) },
             sender: dbus_message_get_sender(raw).map { String(cString: $0) },
             destination: dbus_message_get_destination(raw).map { String(cString: $0) })
-        if !taps.isEmpty, tapped(raw, &message) { return }
         let isOwnerChange = message.sender == Bus.name && message.interface == Bus.interface
             && message.member == "NameOwnerChanged"
         let wanted = subscriptions.values.contains { headerMatches($0, message) }
@@ -198,16 +191,29 @@ extension ConnectionCore {
         }
     }
 
-    /// Offers the signal to the taps whose rule matches; true when one consumed it. Decodes the body into
-    /// `message` when a tap's header matches, so the subscriptions need not decode it again.
-    private func tapped(_ raw: OpaquePointer, _ message: inout DBusMessage) -> Bool {
+    /// Offers a `PropertiesChanged` to the property taps of its object; true when one consumed it. Works on the raw
+    /// message (C strings, no `DBusMessage`): this runs for every signal-path notification.
+    private func tapped(_ raw: OpaquePointer) -> Bool {
+        guard let member = dbus_message_get_member(raw), strcmp(member, "PropertiesChanged") == 0,
+              let interface = dbus_message_get_interface(raw),
+              DBusConnection.propertiesInterface.withCString({ strcmp($0, interface) == 0 }),
+              let path = dbus_message_get_path(raw) else { return false }
+        let sender = dbus_message_get_sender(raw)
         var consumed = false
-        for tap in taps.values where tap.rule.type == "signal" && tap.rule.matchesHeader(message)
-            && accepts(tap.rule.sender, message.sender) {
-            if message.body.isEmpty { message.body = Marshalling.decodeBody(raw) }
-            if tap.rule.matchesArguments(message), tap.handler(message) { consumed = true }
+        for tap in taps.values where tap.path.withCString({ strcmp($0, path) == 0 }) && accepts(tap.sender, sender) {
+            guard let (value, alone) = PropertyTap.value(in: raw, interface: tap.interface, property: tap.property)
+            else { continue }
+            if tap.handler(value, alone) { consumed = true }
         }
         return consumed
+    }
+
+    /// `accepts` for a sender libdbus holds as a C string.
+    private func accepts(_ ruleSender: String, _ sender: UnsafePointer<CChar>?) -> Bool {
+        guard let sender else { return false }
+        if ruleSender.withCString({ strcmp($0, sender) == 0 }) { return true }
+        if ruleSender.hasPrefix(":") { return false }
+        return owners[ruleSender]?.owner?.withCString { strcmp($0, sender) == 0 } ?? false
     }
 
     private func headerMatches(_ sub: Subscription, _ message: DBusMessage) -> Bool {

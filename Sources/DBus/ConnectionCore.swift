@@ -34,7 +34,7 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
     private var _calls: [UInt64: PendingCall] = [:]
     private var _subscriptions: [UInt64: Subscription] = [:]
     private var _owners: [String: OwnerWatch] = [:]
-    private var _taps: [UInt64: Tap] = [:]
+    private var _taps: [UInt64: PropertyTap] = [:]
     private var _handlers: [String: @Sendable (DBusMessage) -> DBusReply] = [:]
 
     private(set) var raw: OpaquePointer? {
@@ -67,7 +67,7 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
         _modify { loop.kernel.assertOnLoopThread("ConnectionCore.owners"); yield &_owners }
     }
 
-    var taps: [UInt64: Tap] {
+    var taps: [UInt64: PropertyTap] {
         _read { loop.kernel.assertOnLoopThread("ConnectionCore.taps"); yield _taps }
         _modify { loop.kernel.assertOnLoopThread("ConnectionCore.taps"); yield &_taps }
     }

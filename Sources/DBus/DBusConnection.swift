@@ -106,14 +106,17 @@ public final class DBusConnection: Sendable {
         return stream
     }
 
-    /// Runs `handler` on the loop thread for every signal matching `rule`, before any subscription sees it; when the
-    /// handler returns true the subscriptions do not get that signal. It must be quick and must not block. The tap
-    /// adds no match rule of its own: a `subscribe` covering the same signals must be active (its sender tracking
-    /// is what lets a well-known sender in `rule` match). Ends when the returned token is cancelled.
-    public func tap(_ rule: MatchRule, handler: @escaping @Sendable (DBusMessage) -> Bool) async -> SignalTap {
+    /// Runs `handler` on the loop thread with the bytes of `property` (an `ay`) from every `PropertiesChanged` of
+    /// `interface` that `sender` emits for `path`, before any subscription sees the signal; with whether the property
+    /// came alone in it. When the handler returns true the subscriptions do not get that signal. It must be quick
+    /// and must not block. The tap adds no match rule of its own: a `subscribe` covering the same signals must be
+    /// active (its sender tracking is what lets a well-known `sender` match). Ends when the token is cancelled.
+    public func tapProperty(sender: String, path: String, interface: String, property: String,
+                            handler: @escaping @Sendable (_ value: [UInt8], _ alone: Bool) -> Bool) async -> SignalTap {
         let core = core
         let id = core.makeID()
-        await loop.run { core.taps[id] = ConnectionCore.Tap(rule: rule, handler: handler) }
+        let tap = PropertyTap(sender: sender, path: path, interface: interface, property: property, handler: handler)
+        await loop.run { core.taps[id] = tap }
         return SignalTap { [weak core, loop] in
             guard let core else { return }
             loop.execute { core.taps[id] = nil }

@@ -167,34 +167,48 @@ private func expectError(_ name: String, sourceLocation: SourceLocation = #_sour
         #expect(message.kind == .signal)
     }
 
-    @Test func tapsRunFirstAndConsumeWhatTheyClaim() async throws {
+    /// The signal path's tap: a characteristic's `Value` read from the raw message, ahead of the subscriptions.
+    @Test func propertyTapsRunFirstAndConsumeWhatTheyClaim() async throws {
         let bus = try PrivateBus()
         let listener = try await DBusConnection.connect(address: bus.address)
         let owner = try await DBusConnection.connect(address: bus.address)
         let stranger = try await DBusConnection.connect(address: bus.address)
         #expect(try await owner.requestName("org.example.Owner"))
-        let stream = try await listener.subscribe(MatchRule(sender: "org.example.Owner", interface: "org.example.Test"))
-        let seen = Mutex<[Int]>([])
-        let tap = await listener.tap(MatchRule(sender: "org.example.Owner", interface: "org.example.Test",
-                                               member: "Value", path: "/tapped")) { message in
-            guard let n = message.body.first?.int else { return false }
-            seen.withLock { $0.append(n) }
-            return n % 2 == 0          // even values are claimed, odd ones go on to the subscription
+        let properties = "org.freedesktop.DBus.Properties"
+        let stream = try await listener.subscribe(MatchRule(sender: "org.example.Owner", interface: properties))
+        let seen = Mutex<[([UInt8], Bool)]>([])
+        let tap = await listener.tapProperty(sender: "org.example.Owner", path: "/tapped", interface: "org.example.Char",
+                                             property: "Value") { value, alone in
+            seen.withLock { $0.append((value, alone)) }
+            return alone && value.first.map { $0 % 2 == 0 } ?? true    // even first bytes are claimed
         }
-        try await stranger.emitSignal(path: "/tapped", interface: "org.example.Test", member: "Value", body: [.int32(100)])
-        for n in 1...4 {
-            try await owner.emitSignal(path: "/tapped", interface: "org.example.Test", member: "Value", body: [.int32(Int32(n))])
+        func changed(_ changes: [String: DBusValue], path: String = "/tapped", interface: String = "org.example.Char",
+                     invalidated: [String] = [],
+                     from emitter: DBusConnection? = nil) async throws {
+            try await (emitter ?? owner).emitSignal(
+                path: path, interface: properties, member: "PropertiesChanged",
+                body: [.string(interface), .stringDict(changes), .array("s", invalidated.map { .string($0) })])
         }
-        try await owner.emitSignal(path: "/other", interface: "org.example.Test", member: "Value", body: [.int32(6)])
-        #expect(try await next(stream)?.body == [.int32(1)])
-        #expect(try await next(stream)?.body == [.int32(3)])
-        #expect(try await next(stream)?.body == [.int32(6)])     // another path: not the tap's
-        #expect(seen.withLock { $0 } == [1, 2, 3, 4])            // a stranger's signal never reached the tap
+        try await changed(["Value": .bytes([100])], from: stranger)           // not the owner: never tapped
+        try await changed(["Value": .bytes([2, 0xAB])])                       // claimed
+        try await changed(["Value": .bytes([1])])                             // seen, goes on
+        try await changed(["Value": .bytes([])])                              // empty: claimed
+        try await changed(["Value": .bytes([4]), "Flags": .uint16(1)])        // seen, not alone: goes on
+        try await changed(["Value": .bytes([6])], invalidated: ["Notifying"]) // seen, not alone: goes on
+        try await changed(["Notifying": .bool(true)])                         // no Value: not the tap's
+        try await changed(["Value": .bytes([8])], interface: "org.example.Other")   // another interface
+        try await changed(["Value": .bytes([10])], path: "/other")             // another object
+        try await changed(["Value": .string("not bytes")])                    // not an ay
+        #expect(try await next(stream)?.body.first == .string("org.example.Char"))   // the [1] one
+        for _ in 0..<6 { _ = try await next(stream) }
+        let values = seen.withLock { $0 }
+        #expect(values.map(\.0) == [[2, 0xAB], [1], [], [4], [6]])
+        #expect(values.map(\.1) == [true, true, true, false, false])
 
         tap.cancel()
-        try await owner.emitSignal(path: "/tapped", interface: "org.example.Test", member: "Value", body: [.int32(8)])
-        #expect(try await next(stream)?.body == [.int32(8)])
-        #expect(seen.withLock { $0 } == [1, 2, 3, 4])
+        try await changed(["Value": .bytes([8])])
+        #expect(try await next(stream)?.body.count == 3)
+        #expect(seen.withLock { $0.count } == 5)
         #expect(await listener.loop.run { listener.core.taps.count } == 0)
     }
 

@@ -12,6 +12,10 @@ final class ChannelPublisher: Sendable {
     private let mqtt: any MessagePublisher
     private let logger: Logger
     private let text: TextState?
+    /// Read once here rather than out of `channel` for every notification (each read copies part of the config).
+    private let isEvent: Bool
+    private let qos: Int
+    private let retain: Bool
     /// The last payload published, for a Home Assistant restart (`<prefix>/status` online) to get current states.
     private let last = Mutex<String?>(nil)
 
@@ -21,6 +25,9 @@ final class ChannelPublisher: Sendable {
         self.mqtt = publisher
         self.logger = logger
         self.text = channel.codecKind == .text ? TextState(delimiter: channel.delimiter, maxLine: channel.maxLine) : nil
+        isEvent = channel.homeassistant.isEvent
+        qos = channel.qos
+        retain = channel.retain
     }
 
     /// A value read (a poll or a `get`): a whole value, never spliced into a notify text channel's partial line.
@@ -61,19 +68,19 @@ final class ChannelPublisher: Sendable {
     private func send(_ payload: String) {
         // An event channel's value is an action (a button press), not a state: published as Home Assistant's event
         // JSON, never retained, and never kept for a republish, which would fire a press that did not happen.
-        if channel.homeassistant.isEvent {
-            mqtt.publish(topic, HomeAssistantDiscovery.eventPayload(for: channel, decoded: payload), qos: channel.qos,
+        if isEvent {
+            mqtt.publish(topic, HomeAssistantDiscovery.eventPayload(for: channel, decoded: payload), qos: qos,
                          retain: false)
             return
         }
         last.withLock { $0 = payload }
-        mqtt.publish(topic, payload, qos: channel.qos, retain: channel.retain)
+        mqtt.publish(topic, payload, qos: qos, retain: retain)
     }
 
     /// Publishes the last value again (nothing if there was none).
     func republish() {
         guard let payload = last.withLock({ $0 }) else { return }
-        mqtt.publish(topic, payload, qos: channel.qos, retain: channel.retain)
+        mqtt.publish(topic, payload, qos: qos, retain: retain)
     }
 }
 

@@ -1,0 +1,75 @@
+internal import CDBus
+import Glibc
+
+/// A handler for one byte-array property of one object, run on the loop thread for every `PropertiesChanged` that
+/// carries it, ahead of the async subscriptions (SPEC's signal path: a characteristic's `Value`).
+///
+/// It reads the message where libdbus holds it: the header fields are compared as C strings and the value is taken
+/// with one `dbus_message_iter_get_fixed_array`, so a notification costs one array, not a `DBusMessage` with five
+/// header strings and a decoded body of one enum value per byte (which was most of gattbridge's own CPU on this path).
+///
+/// A tap adds no match rule: some subscription must make the bus route the signal here (and, for a well-known
+/// sender, track its owner, which is how `sender` is checked).
+struct PropertyTap {
+    var sender: String
+    var path: String
+    var interface: String
+    var property: String
+    /// The value, and whether it came alone (no other property changed or invalidated in the same signal). True
+    /// consumes the signal: the subscriptions do not see it.
+    var handler: @Sendable (_ value: [UInt8], _ alone: Bool) -> Bool
+
+    /// The property's bytes if `raw`'s body is a `PropertiesChanged` (`sa{sv}as`) of `interface` that carries it as
+    /// `ay`, with whether it came alone; nil for anything else.
+    static func value(in raw: OpaquePointer, interface: String, property: String) -> (bytes: [UInt8], alone: Bool)? {
+        var args = DBusMessageIter()
+        guard dbus_message_iter_init(raw, &args) != 0, dbus_message_iter_get_arg_type(&args) == TypeCode.string,
+              Self.string(&args, equals: interface),
+              dbus_message_iter_next(&args) != 0, dbus_message_iter_get_arg_type(&args) == TypeCode.array,
+              dbus_message_iter_get_element_type(&args) == TypeCode.dictEntry else { return nil }
+        var entries = DBusMessageIter()
+        dbus_message_iter_recurse(&args, &entries)
+        var bytes: [UInt8]?
+        var others = false
+        while dbus_message_iter_get_arg_type(&entries) == TypeCode.dictEntry {
+            var entry = DBusMessageIter()
+            dbus_message_iter_recurse(&entries, &entry)
+            if dbus_message_iter_get_arg_type(&entry) == TypeCode.string, Self.string(&entry, equals: property),
+               dbus_message_iter_next(&entry) != 0, dbus_message_iter_get_arg_type(&entry) == TypeCode.variant {
+                bytes = Self.byteArray(in: &entry)
+            } else {
+                others = true
+            }
+            dbus_message_iter_next(&entries)
+        }
+        guard let bytes else { return nil }
+        if dbus_message_iter_next(&args) != 0, dbus_message_iter_get_arg_type(&args) == TypeCode.array {
+            var invalidated = DBusMessageIter()
+            dbus_message_iter_recurse(&args, &invalidated)
+            if dbus_message_iter_get_arg_type(&invalidated) != TypeCode.invalid { others = true }
+        }
+        return (bytes, !others)
+    }
+
+    private static func string(_ iter: inout DBusMessageIter, equals expected: String) -> Bool {
+        var pointer: UnsafePointer<CChar>? = nil
+        dbus_message_iter_get_basic(&iter, &pointer)
+        guard let pointer else { return false }
+        return expected.withCString { strcmp($0, pointer) == 0 }
+    }
+
+    /// The `ay` inside the variant at `iter`, or nil when the variant holds something else.
+    private static func byteArray(in iter: inout DBusMessageIter) -> [UInt8]? {
+        var variant = DBusMessageIter()
+        dbus_message_iter_recurse(&iter, &variant)
+        guard dbus_message_iter_get_arg_type(&variant) == TypeCode.array,
+              dbus_message_iter_get_element_type(&variant) == TypeCode.byte else { return nil }
+        var elements = DBusMessageIter()
+        dbus_message_iter_recurse(&variant, &elements)
+        var base: UnsafePointer<UInt8>? = nil
+        var count: Int32 = 0
+        dbus_message_iter_get_fixed_array(&elements, &base, &count)
+        guard let base, count > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: base, count: Int(count)))
+    }
+}
