@@ -27,7 +27,8 @@ final class FDNotificationReader: Sendable {
     }
 
     private let loop: EventLoop
-    private let capacity: Int
+    /// Loop thread only (`readAvailable`).
+    private let batch: PacketBatch
     private let continuation: AsyncStream<[UInt8]>.Continuation
     private let sink: (@Sendable ([UInt8]) -> Void)?
     private let state: Mutex<State>
@@ -38,7 +39,7 @@ final class FDNotificationReader: Sendable {
          sink: (@Sendable ([UInt8]) -> Void)? = nil) {
         self.loop = loop
         // A notification carries at most MTU − 3 bytes; a larger buffer costs nothing and survives an MTU we were not told.
-        capacity = max(mtu, 1024)
+        batch = PacketBatch(capacity: max(mtu, 1024), slots: Self.slots)
         self.continuation = continuation
         self.sink = sink
         state = Mutex(State(fd: fd.take()))
@@ -74,13 +75,13 @@ final class FDNotificationReader: Sendable {
     /// Runs on the loop thread. Reads until the socket is drained (one `recvmmsg` per batch, see `PacketBatch`), so a
     /// burst costs one wake-up of the loop, and a lone notification one system call.
     private func readAvailable() {
-        let capacity = capacity
+        assert(loop.isLoopThread, "FDNotificationReader read off the D-Bus loop thread")
         while true {
             let fd = state.withLock { $0.closed ? -1 : $0.fd }
             guard fd >= 0 else { return }
             var ended = false
             // Copied out of the stack buffers: values the size of the notification rather than of the MTU.
-            let outcome = PacketBatch.receive(fd: fd, capacity: capacity, slots: Self.slots) { packet in
+            let outcome = batch.receive(fd: fd) { packet in
                 guard !ended else { return }
                 // An empty notification, unless it is the end-of-file of a hung-up socket.
                 if packet.isEmpty && Self.peerHungUp(fd) {

@@ -18,7 +18,7 @@ final class LoopKernel: @unchecked Sendable {
     private enum PollOwner {
         case wake
         case dbus(OpaquePointer)
-        case user(EventLoop.WatchID)
+        case user(EventLoop.WatchID, @Sendable () -> Void)
     }
 
     private struct UserWatch {
@@ -33,6 +33,12 @@ final class LoopKernel: @unchecked Sendable {
     private let wakeFD: Int32
     /// Watches removed from other threads whose removal has not yet run on the loop: never started again.
     private let removedWatches = Mutex(Set<EventLoop.WatchID>())
+    /// How many such removals are on their way: while none is, a ready watch needs no look-up in `removedWatches`
+    /// (a lock and a hash per notification on the fd path).
+    private let removalsPending = Atomic<Int>(0)
+    /// Bumped when a user watch is removed on the loop thread: a round whose poll set was built under the same
+    /// value can run the handlers it holds without looking each one up again.
+    private var watchGeneration: UInt64 = 0
 
     // Loop-thread only: used through the accessors below, which check the thread in debug builds (in the spirit
     // of swift-nio's NIOLoopBound), so a stray access from another thread fails a test instead of racing.
@@ -132,14 +138,17 @@ final class LoopKernel: @unchecked Sendable {
 
     func removeUserWatch(_ id: EventLoop.WatchID) {
         userWatches[id] = nil
+        watchGeneration &+= 1
     }
 
     /// From another thread: the handler is not started again from now on; the loop forgets it on its next turn.
     func removeUserWatchSoon(_ id: EventLoop.WatchID) {
+        removalsPending.add(1, ordering: .releasing)
         removedWatches.withLock { _ = $0.insert(id) }
         enqueue { [self] in
-            userWatches[id] = nil
+            removeUserWatch(id)
             removedWatches.withLock { _ = $0.remove(id) }
+            removalsPending.subtract(1, ordering: .releasing)
         }
     }
 
@@ -228,8 +237,9 @@ final class LoopKernel: @unchecked Sendable {
             }
             for (id, watch) in userWatches {
                 fds.append(pollfd(fd: watch.fd, events: Int16(POLLIN), revents: 0))
-                owners.append(.user(id))
+                owners.append(.user(id, watch.handler))
             }
+            let generation = watchGeneration
             let pendingWork = queue.withLock { !$0.items.isEmpty } || !toDispatch.isEmpty
             let timeout = pendingWork ? 0 : pollTimeout()
 
@@ -240,7 +250,7 @@ final class LoopKernel: @unchecked Sendable {
             }
             if ready > 0 {
                 for index in fds.indices where fds[index].revents != 0 {
-                    handle(owners[index], revents: fds[index].revents)
+                    handle(owners[index], revents: fds[index].revents, generation: generation)
                 }
             }
             fireTimeouts()
@@ -271,7 +281,7 @@ final class LoopKernel: @unchecked Sendable {
         return Int32(clamping: max(0, next - Self.nowMs()))
     }
 
-    private func handle(_ owner: PollOwner, revents: Int16) {
+    private func handle(_ owner: PollOwner, revents: Int16, generation: UInt64) {
         switch owner {
         case .wake:
             var counter: UInt64 = 0
@@ -285,13 +295,15 @@ final class LoopKernel: @unchecked Sendable {
             if revents & Int16(POLLERR) != 0 { flags |= DBUS_WATCH_ERROR.rawValue }
             if revents & Int16(POLLHUP) != 0 { flags |= DBUS_WATCH_HANGUP.rawValue }
             _ = dbus_watch_handle(watch, flags)
-        case .user(let id):
-            guard let watch = userWatches[id], !removedWatches.withLock({ $0.contains(id) }) else { return }
+        case .user(let id, let handler):
+            // An earlier handler of this round may have removed it (then the generation moved on).
+            if generation != watchGeneration, userWatches[id] == nil { return }
+            if removalsPending.load(ordering: .acquiring) > 0, removedWatches.withLock({ $0.contains(id) }) { return }
             if revents & Int16(POLLNVAL) != 0 {
                 // A closed fd would spin the loop forever; the owner forgot removeWatch.
-                userWatches[id] = nil
+                removeUserWatch(id)
             }
-            watch.handler()
+            handler()
         }
     }
 

@@ -9,15 +9,25 @@ import Glibc
 /// header strings and a decoded body of one enum value per byte (which was most of gattbridge's own CPU on this path).
 ///
 /// A tap adds no match rule: some subscription must make the bus route the signal here (and, for a well-known
-/// sender, track its owner, which is how `sender` is checked).
-struct PropertyTap {
-    var sender: String
-    var path: String
-    var interface: String
-    var property: String
+/// sender, track its owner, which is how `sender` is checked). A class: the loop walks the taps for every signal,
+/// and a struct of five references would be copied (retained and released five times) at each step.
+final class PropertyTap: Sendable {
+    let sender: String
+    let path: String
+    let interface: String
+    let property: String
     /// The value, and whether it came alone (no other property changed or invalidated in the same signal). True
     /// consumes the signal: the subscriptions do not see it.
-    var handler: @Sendable (_ value: [UInt8], _ alone: Bool) -> Bool
+    let handler: @Sendable (_ value: [UInt8], _ alone: Bool) -> Bool
+
+    init(sender: String, path: String, interface: String, property: String,
+         handler: @escaping @Sendable (_ value: [UInt8], _ alone: Bool) -> Bool) {
+        self.sender = sender
+        self.path = path
+        self.interface = interface
+        self.property = property
+        self.handler = handler
+    }
 
     /// The property's bytes if `raw`'s body is a `PropertiesChanged` (`sa{sv}as`) of `interface` that carries it as
     /// `ay`, with whether it came alone; nil for anything else.

@@ -18,7 +18,7 @@ struct PacketBatchTests {
 
     private static func receive(_ fd: Int32, capacity: Int = 64, slots: Int) -> (PacketBatch.Outcome, [[UInt8]]) {
         var packets: [[UInt8]] = []
-        let outcome = PacketBatch.receive(fd: fd, capacity: capacity, slots: slots) { packets.append(Array($0)) }
+        let outcome = PacketBatch(capacity: capacity, slots: slots).receive(fd: fd) { packets.append(Array($0)) }
         return (outcome, packets)
     }
 

@@ -230,25 +230,12 @@ def run_floor(world: World, runner: Runner, a: argparse.Namespace, rates: list[f
     world.bench.processes.append(connect)
     if connect.wait(120) != 0:
         raise RuntimeError(f"could not connect the floor relay's peripherals: {connect.stderr[-3000:]}")
-    peripherals = {"fd": world.floor_fd, "sig": world.floor_sig}
-    topics = {p: f"{BASE}/floor_{p}/stamp" for p in ("fd", "sig")}
     out: dict = {"binary": str(binary), "binary_bytes": binary.stat().st_size, "idle": {}, "latency": [],
                  "throughput": {}, "exit_codes": {}}
     for path in ("fd", "sig"):
-        relay = Process([binary, f"{peripherals[path].address}/{CHARACTERISTIC}", "127.0.0.1", world.broker.port,
-                         topics[path]], f"floor-relay-{path}", env=world.bench.env,
-                        log_dir=world.bench.log_dir).start()
-        world.bench.processes.append(relay)
-        try:
-            ready = json.loads(relay.wait_for_line('"ready"', 30))
-        except TimeoutError:
-            raise RuntimeError(f"floor relay ({path}) did not start: {relay.stderr[-3000:]}") from None
-        if ready["path"] != ("fd" if path == "fd" else "signal"):
-            raise RuntimeError(f"floor relay took the {ready['path']} path for the {path} peripheral")
-        time.sleep(2)
+        relay, subject = start_relay(world, path)
         idle = sample(relay.pid)
         out["idle"][path] = {"rss_kb": idle.rss_kb, "pss_kb": idle.pss_kb}
-        subject = Subject("floor", relay, peripherals, topics)
         for rate in (100.0, 1000.0):
             log(f"latency: floor relay, {path} path at {rate:.0f} Hz for {a.latency_seconds:.0f} s…")
             r = runner.latency(subject, path, rate, a.latency_seconds)
@@ -259,6 +246,74 @@ def run_floor(world: World, runner: Runner, a: argparse.Namespace, rates: list[f
         relay.signal(signal.SIGTERM)
         out["exit_codes"][path] = relay.wait(10)
     return out
+
+
+def start_relay(world: World, path: str) -> tuple[Process, "Subject"]:
+    """The floor relay on the twin peripheral of `path` (already connected), ready and settled."""
+    peripherals = {"fd": world.floor_fd, "sig": world.floor_sig}
+    topics = {p: f"{BASE}/floor_{p}/stamp" for p in ("fd", "sig")}
+    relay = Process([floor_relay_binary(), f"{peripherals[path].address}/{CHARACTERISTIC}", "127.0.0.1",
+                     world.broker.port, topics[path]], f"floor-relay-{path}", env=world.bench.env,
+                    log_dir=world.bench.log_dir).start()
+    world.bench.processes.append(relay)
+    try:
+        ready = json.loads(relay.wait_for_line('"ready"', 30))
+    except TimeoutError:
+        raise RuntimeError(f"floor relay ({path}) did not start: {relay.stderr[-3000:]}") from None
+    if ready["path"] != ("fd" if path == "fd" else "signal"):
+        raise RuntimeError(f"floor relay took the {ready['path']} path for the {path} peripheral")
+    time.sleep(2)
+    return relay, Subject("floor", relay, peripherals, topics)
+
+
+def alternate(world: World, runner: Runner, rounds: int, seconds: float) -> dict:
+    """The 1 kHz comparison again, `rounds` times, gattbridge and the floor relay taking turns (gattbridge on both
+    paths, then the relay on each), so a machine whose load drifts during the run weighs on both alike. The ratios
+    of the side-by-side table are the medians of these rounds."""
+    keys = ("cpu_us_per_notification", "switches_per_notification")
+    rows: dict[str, dict[str, list]] = {p: {"gattbridge": [], "floor": []} for p in ("fd", "sig")}
+    for n in range(rounds):
+        log(f"alternating round {n + 1}/{rounds}: gattbridge, then the floor relay, 1 kHz on both paths…")
+        since = world.mqtt.mark()
+        gb = world.start_gattbridge()
+        world.wait_online(timeout=60, since=since)
+        time.sleep(2)
+        subject = Subject("gattbridge", gb, {"fd": world.fd, "sig": world.sig},
+                          {p: f"{BASE}/{p}/stamp" for p in ("fd", "sig")})
+        for path in ("fd", "sig"):
+            r = runner.latency(subject, path, 1000.0, seconds)
+            rows[path]["gattbridge"].append(pick(r, "gattbridge", keys))
+        gb.stop()
+        for path in ("fd", "sig"):
+            relay, floor = start_relay(world, path)
+            r = runner.latency(floor, path, 1000.0, seconds)
+            rows[path]["floor"].append(pick(r, "floor", keys))
+            relay.signal(signal.SIGTERM)
+            relay.wait(10)
+    out: dict = {"rounds": rounds, "seconds": seconds}
+    for path, subjects in rows.items():
+        out[path] = {"runs": subjects}
+        for key in keys + ("added_p50_ms", "added_p99_ms"):
+            g = [x[key] for x in subjects["gattbridge"]]
+            f = [x[key] for x in subjects["floor"]]
+            out[path][key] = {"gattbridge": median(g), "floor": median(f), "ratio": ratio(median(g), median(f)),
+                              "ratios": [ratio(a, b) for a, b in zip(g, f)]}
+    return out
+
+
+def pick(r: dict, name: str, keys: tuple) -> dict:
+    out = {k: r[f"{name}_{k}"] for k in keys}
+    out["added_p50_ms"] = r["added_latency_ms"]["p50"]
+    out["added_p99_ms"] = r["added_latency_ms"]["p99"]
+    return out
+
+
+def median(values: list) -> Optional[float]:
+    clean = sorted(v for v in values if v is not None and not math.isnan(v))
+    if not clean:
+        return None
+    mid = len(clean) // 2
+    return clean[mid] if len(clean) % 2 else (clean[mid - 1] + clean[mid]) / 2
 
 
 def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
@@ -313,9 +368,11 @@ def main() -> int:
     ap.add_argument("--rates", default=os.environ.get("BENCH_RATES", "1000,2000,3000,4000,5000,6000,7000,8000"))
     ap.add_argument("--out-dir", default=str(REPO / ".bench"))
     ap.add_argument("--no-floor", action="store_true", help="skip the floor relay (bench/floor/relay.c)")
+    ap.add_argument("--rounds", type=int, default=int(os.environ.get("BENCH_ROUNDS", 3)),
+                    help="alternating 1 kHz rounds of gattbridge and the floor relay (0: none)")
     a = ap.parse_args()
     if a.quick:
-        a.idle_seconds, a.step_seconds, a.latency_seconds, a.rates = 10, 2, 3, "1000,3000"
+        a.idle_seconds, a.step_seconds, a.latency_seconds, a.rates, a.rounds = 10, 2, 3, "1000,3000", 1
     rates = [float(r) for r in a.rates.split(",") if r]
 
     binary = gattbridge_binary()
@@ -370,6 +427,8 @@ def main() -> int:
             # gattbridge is gone by now, so it neither wakes for the twins' signals nor competes for the CPU.
             results["floor"] = run_floor(world, runner, a, rates)
             results["floor_comparison"] = compare(results)
+            if a.rounds > 0:
+                results["alternating"] = alternate(world, runner, a.rounds, a.latency_seconds)
     finally:
         world.close()
 
@@ -483,6 +542,25 @@ def summarize_floor(r: dict) -> None:
                   f"{fmt(s['delivered_rate']):>7}/s  lost {s['lost']}  dup {s['duplicates']}  reordered {s['reordered']}"
                   f"  p99 {s['latency_ms']['p99']:.1f} ms  floor {s['cpu_percent'].get('floor', 0):.1f} %"
                   f" ({s['floor_cpu_us_per_notification']:.1f} µs/notif)")
+    alt = r.get("alternating")
+    if not alt:
+        return
+    print(f"\nalternating rounds: {alt['rounds']} × (gattbridge, then the floor relay), {alt['seconds']:.0f} s at 1 kHz "
+          "per path each; medians, and the ratio of each round:")
+    rows = []
+    units = {"cpu_us_per_notification": ("CPU per notification", " µs", 1),
+             "switches_per_notification": ("context switches per notification", "", 2),
+             "added_p50_ms": ("added latency p50", " ms", 2), "added_p99_ms": ("added latency p99", " ms", 2)}
+    for p in ("fd", "sig"):
+        for key, (label, unit, digits) in units.items():
+            q = alt[p][key]
+            v = lambda n: "—" if n is None else f"{n:.{digits}f}{unit}"  # noqa: E731
+            rows.append((f"{label} @ 1 kHz", p, v(q["gattbridge"]), v(q["floor"]), x(q["ratio"]),
+                         ", ".join(x(t) for t in q["ratios"])))
+    head = ("metric", "path", "gattbridge", "floor", "ratio", "per round")
+    widths = [max(len(row[i]) for row in rows + [head]) for i in range(6)]
+    for row in [head] + rows:
+        print("  ".join(f"{v:<{w}}" for v, w in zip(row, widths)).rstrip())
 
 
 if __name__ == "__main__":
