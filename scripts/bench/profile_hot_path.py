@@ -6,6 +6,7 @@ subject (gattbridge, release build; the floor relay on the twin peripheral) stre
 
 - `strace -f -c` (the default): system calls per notification by name, all threads. The floor relay makes the
   fewest calls BlueZ's API and libmosquitto allow; every extra call per notification is gattbridge's own cost.
+- `switches`: context switches per notification, by thread (from /proc; no tracer attached, so undisturbed).
 - `trace`: every system call with its thread and time (`strace -f -tt`), to read one notification's way.
 - `perf`: `perf record -g` sampling (cpu-clock: this VM has no hardware counters), then `perf report` by symbol
   (`make profile` builds the release binary with its symbols kept).
@@ -40,7 +41,40 @@ def log(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def attach(tool: str, pid: int, out: Path) -> subprocess.Popen:
+class ThreadSwitches:
+    """`switches`: context switches per thread (voluntary, involuntary) from /proc, read before and after."""
+
+    def __init__(self, pid: int, out: Path):
+        self.pid, self.out = pid, out
+        self.before = self.read()
+
+    def read(self) -> dict[str, tuple[str, int, int]]:
+        threads = {}
+        for task in Path(f"/proc/{self.pid}/task").iterdir():
+            try:
+                status = (task / "status").read_text()
+            except OSError:
+                continue
+            fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+            threads[task.name] = (fields.get("Name", "?").strip(), int(fields["voluntary_ctxt_switches"]),
+                                  int(fields["nonvoluntary_ctxt_switches"]))
+        return threads
+
+    def send_signal(self, _sig) -> None:
+        after = self.read()
+        rows = []
+        for tid, (name, vol, invol) in sorted(after.items()):
+            _, vol0, invol0 = self.before.get(tid, (name, 0, 0))
+            rows.append({"tid": tid, "name": name, "voluntary": vol - vol0, "involuntary": invol - invol0})
+        self.out.write_text(json.dumps(rows))
+
+    def wait(self, _timeout=None) -> None:
+        pass
+
+
+def attach(tool: str, pid: int, out: Path):
+    if tool == "switches":
+        return ThreadSwitches(pid, out)
     if tool == "strace":
         cmd = ["strace", "-f", "-c", "-o", str(out), "-p", str(pid)]
     elif tool == "trace":
@@ -52,7 +86,7 @@ def attach(tool: str, pid: int, out: Path) -> subprocess.Popen:
     return proc
 
 
-def detach(proc: subprocess.Popen) -> None:
+def detach(proc) -> None:
     proc.send_signal(signal.SIGINT)
     try:
         proc.wait(30)
@@ -97,7 +131,7 @@ def main() -> int:
     ap.add_argument("--path", choices=("fd", "sig"), default="fd")
     ap.add_argument("--rate", type=float, default=1000)
     ap.add_argument("--count", type=int, default=5000)
-    ap.add_argument("--tool", choices=("strace", "trace", "perf"), default="strace")
+    ap.add_argument("--tool", choices=("strace", "trace", "switches", "perf"), default="strace")
     ap.add_argument("--subjects", default="gattbridge,floor")
     ap.add_argument("--out-dir", default=str(REPO / ".bench" / "profile"))
     a = ap.parse_args()
@@ -158,6 +192,13 @@ def main() -> int:
         print(f"{'total':<18}" + "".join(f"{sum(tables[s].values()):>12.3f}" for s in tables))
         for name, r in results.items():
             print(f"{name}: {r['received']} of {a.count} received; raw table in {r['file']}")
+    elif a.tool == "switches":
+        for name, r in results.items():
+            print(f"\n{name}: context switches per notification by thread (voluntary + involuntary)")
+            for row in json.loads(r["file"].read_text()):
+                total = (row["voluntary"] + row["involuntary"]) / max(1, r["received"])
+                if total >= 0.001:
+                    print(f"  {row['tid']:>8} {row['name']:<16} {total:.3f}  ({row['voluntary']} + {row['involuntary']})")
     elif a.tool == "trace":
         for name, r in results.items():
             print(f"{name}: {r['received']} of {a.count} received; every system call in {r['file']}")

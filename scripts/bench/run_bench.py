@@ -223,13 +223,7 @@ def throughput(runner: Runner, subject: Subject, path: str, rates: list[float], 
 def run_floor(world: World, runner: Runner, a: argparse.Namespace, rates: list[float]) -> dict:
     """The floor relay on the twin peripherals, one relay (and one path) at a time, measured like gattbridge."""
     binary = floor_relay_binary()
-    log("floor relay: connecting its twin peripherals…")
-    connect = Process([sys.executable, str(Path(__file__).resolve().parent / "connect_devices.py"),
-                       FLOOR_FD_ADDRESS, FLOOR_SIG_ADDRESS], "connect-floor", env=world.bench.env, cwd=REPO,
-                      log_dir=world.bench.log_dir).start()
-    world.bench.processes.append(connect)
-    if connect.wait(120) != 0:
-        raise RuntimeError(f"could not connect the floor relay's peripherals: {connect.stderr[-3000:]}")
+    connect_twins(world)
     out: dict = {"binary": str(binary), "binary_bytes": binary.stat().st_size, "idle": {}, "latency": [],
                  "throughput": {}, "exit_codes": {}}
     for path in ("fd", "sig"):
@@ -246,6 +240,16 @@ def run_floor(world: World, runner: Runner, a: argparse.Namespace, rates: list[f
         relay.signal(signal.SIGTERM)
         out["exit_codes"][path] = relay.wait(10)
     return out
+
+
+def connect_twins(world: World) -> None:
+    log("floor relay: connecting its twin peripherals…")
+    connect = Process([sys.executable, str(Path(__file__).resolve().parent / "connect_devices.py"),
+                       FLOOR_FD_ADDRESS, FLOOR_SIG_ADDRESS], "connect-floor", env=world.bench.env, cwd=REPO,
+                      log_dir=world.bench.log_dir).start()
+    world.bench.processes.append(connect)
+    if connect.wait(120) != 0:
+        raise RuntimeError(f"could not connect the floor relay's peripherals: {connect.stderr[-3000:]}")
 
 
 def start_relay(world: World, path: str) -> tuple[Process, "Subject"]:
@@ -370,11 +374,15 @@ def main() -> int:
     ap.add_argument("--no-floor", action="store_true", help="skip the floor relay (bench/floor/relay.c)")
     ap.add_argument("--rounds", type=int, default=int(os.environ.get("BENCH_ROUNDS", 3)),
                     help="alternating 1 kHz rounds of gattbridge and the floor relay (0: none)")
+    ap.add_argument("--rounds-only", action="store_true",
+                    help="only the alternating rounds (a quick A/B of a change: ~50 s per round)")
     a = ap.parse_args()
     if a.quick:
         a.idle_seconds, a.step_seconds, a.latency_seconds, a.rates, a.rounds = 10, 2, 3, "1000,3000", 1
     rates = [float(r) for r in a.rates.split(",") if r]
 
+    if a.rounds_only:
+        return rounds_only(a)
     binary = gattbridge_binary()
     results: dict = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
                      "binary": str(binary), "binary_bytes": binary.stat().st_size, "targets": TARGETS,
@@ -435,6 +443,21 @@ def main() -> int:
     summarize(results)
     print(f"\nJSON: {save_results(results, a.out_dir, 'bench', 'latest.json')} (and a timestamped copy)")
     return 0 if results.get("gattbridge_alive") and results.get("floor", {}).get("alive", True) else 1
+
+
+def rounds_only(a: argparse.Namespace) -> int:
+    results: dict = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
+                     "binary": str(gattbridge_binary())}
+    world = World(reference=True, floor=True)
+    try:
+        runner = Runner(world)
+        connect_twins(world)
+        results["alternating"] = alternate(world, runner, max(a.rounds, 1), a.latency_seconds)
+    finally:
+        world.close()
+    summarize_alternating(results)
+    print(f"\nJSON: {save_results(results, a.out_dir, 'bench-rounds', 'rounds-latest.json')} (and a timestamped copy)")
+    return 0
 
 
 def summarize(r: dict) -> None:
@@ -542,6 +565,12 @@ def summarize_floor(r: dict) -> None:
                   f"{fmt(s['delivered_rate']):>7}/s  lost {s['lost']}  dup {s['duplicates']}  reordered {s['reordered']}"
                   f"  p99 {s['latency_ms']['p99']:.1f} ms  floor {s['cpu_percent'].get('floor', 0):.1f} %"
                   f" ({s['floor_cpu_us_per_notification']:.1f} µs/notif)")
+    summarize_alternating(r)
+
+
+def summarize_alternating(r: dict) -> None:
+    def x(v: Optional[float]) -> str:
+        return "—" if v is None else f"{v:.2f}×"
     alt = r.get("alternating")
     if not alt:
         return
