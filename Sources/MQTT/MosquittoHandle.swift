@@ -50,7 +50,7 @@ final class MosquittoHandle: @unchecked Sendable {
             try check(mosquitto_username_pw_set(pointer, configuration.username, configuration.password), "username/password")
         }
         if let will = configuration.will {
-            let rc = will.payload.withUnsafeBytes { bytes in
+            let rc = will.withPayloadBytes { bytes in
                 mosquitto_will_set_v5(pointer, will.topic, Int32(bytes.count), bytes.baseAddress, will.qos.rawValue, will.retain, nil)
             }
             try check(rc, "will on \(will.topic)")
@@ -151,7 +151,7 @@ final class MosquittoHandle: @unchecked Sendable {
                 if rc != MOSQ_SUCCESS { return (rc, false) }
             }
         }
-        let rc = message.payload.withUnsafeBytes { bytes in
+        let rc = message.withPayloadBytes { bytes in
             mosquitto_publish_v5(pointer, &mid, message.topic, Int32(bytes.count), bytes.baseAddress,
                                  message.qos.rawValue, message.retain, properties)
         }
