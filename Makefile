@@ -200,6 +200,13 @@ bench: setup bench-build
 bench-fleet: setup bench-build
 	GATTBRIDGE_BIN=$(CURDIR)/$(BENCH_BIN) $(PYTHON) scripts/bench/fleet_scale.py $(FLEET_ARGS)
 
+# The idle daemon's memory in a minute (`make bench` takes eight): RSS/PSS/anonymous/file and every mapping's share,
+# three devices online (scripts/bench/memory.py; MEMORY_ARGS=--burst 5000 measures again after traffic).
+.PHONY: memory
+MEMORY_ARGS ?=
+memory: setup bench-build
+	GATTBRIDGE_BIN=$(CURDIR)/$(BENCH_BIN) $(PYTHON) scripts/bench/memory.py $(MEMORY_ARGS)
+
 # make soak DURATION=600 (seconds; SOAK_DURATION works too). Exit status 1 on a crash, a loss, an unrecovered fault
 # or growing RSS. Report on stdout, JSON in .bench/soak-latest.json.
 soak: setup bench-build
