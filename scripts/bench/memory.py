@@ -1,11 +1,12 @@
 """`make memory`: the idle daemon's memory in a minute, where `make bench` takes eight: the release gattbridge on the
 bench's world (private bus, BlueZoo, mosquitto, the fd/signal stamp peripherals and the HM-10: the three devices
-`make bench` measures idle), three devices online, then `--idle-seconds` of idle; prints RSS/PSS/anonymous/file from
+`make bench` measures idle), three devices online, then `--idle-seconds` of idle (the daemon trims its start-up
+pages 5 s after the devices came online, so at least that); prints RSS/PSS/anonymous/file from
 /proc/PID/smaps_rollup and where the resident bytes are, mapping by mapping, from /proc/PID/smaps. With `--burst N`
 it then sends N notifications at 1 kHz down each path and, after the same idle, measures again (what traffic brings
 back). The numbers are printed, never asserted.
 
-    .venv/bin/python scripts/bench/memory.py [--idle-seconds 10] [--burst 5000] [--json out.json]
+    .venv/bin/python scripts/bench/memory.py [--idle-seconds 15] [--burst 5000] [--json out.json]
 
 GATTBRIDGE_BIN chooses the binary (default: .build-release, what `make bench-build` makes); the daemon inherits the
 environment, so e.g. GATTBRIDGE_NO_TRIM=1 measures it without its start-up page trim (docs/MEMORY.md).
@@ -81,7 +82,7 @@ def report(title: str, pid: int, binary: Path) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--idle-seconds", type=float, default=10)
+    ap.add_argument("--idle-seconds", type=float, default=15)
     ap.add_argument("--burst", type=int, default=0, help="then N notifications at 1 kHz on each path, idle, again")
     ap.add_argument("--json", help="also write the numbers here")
     a = ap.parse_args()
