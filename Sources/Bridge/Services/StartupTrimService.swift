@@ -6,7 +6,8 @@ import Systemd
 /// than everything start-up touched. Settled means: `settle` after every configured device first came online (so
 /// what connecting them ran — GATT discovery, Home Assistant configs, the retained states — is done, and only the
 /// notification and command paths fault back in), or `settle` after `fallback` when that does not happen (no device,
-/// a device away). Once per process, never for the CLI's commands; `GATTBRIDGE_NO_TRIM=1` turns it off.
+/// a device away). Once per process, never for the CLI's commands; `GATTBRIDGE_NO_TRIM=1` turns it off. The trim itself
+/// is a few milliseconds of system calls on /proc and `madvise`, nothing that waits, so it runs on the pool.
 struct StartupTrimService: Service {
     let allOnline: AsyncStream<Void>
     let logger: Logger
