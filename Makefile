@@ -24,13 +24,15 @@ build:
 # idle daemon's memory down (docs/MEMORY.md has the measurements): lld with packed relative relocations (DT_RELR,
 # glibc 2.36+) instead of 1 MB of relocation entries read at every start; no exported symbols (nothing looks them up,
 # they cost 600 KB of symbol tables); libgcc and libstdc++ linked in rather than mapped as shared libraries; and the
-# functions the daemon runs packed together (scripts/release/symbol-order.txt), so it maps 3 MB less of its code.
+# functions the daemon runs packed together (scripts/release/symbol-order.txt), so it maps 3 MB less of its code; and
+# `.rodata` kept out of the writable segment (scripts/release/writable-rodata.ld), so the start-up trim can drop it.
 RELEASE_CXX_DIR := $(CURDIR)/.build/static-libstdc++
 RELEASE_FLAGS = -c release --static-swift-stdlib \
 	-Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic \
 	-Xswiftc -Xclang-linker -Xswiftc -static-libgcc -Xswiftc -L$(RELEASE_CXX_DIR) \
 	-Xswiftc -Xfrontend -Xswiftc -function-sections \
-	-Xlinker --symbol-ordering-file=$(CURDIR)/scripts/release/symbol-order.txt -Xlinker --no-warn-symbol-ordering
+	-Xlinker --symbol-ordering-file=$(CURDIR)/scripts/release/symbol-order.txt -Xlinker --no-warn-symbol-ordering \
+	-Xlinker -T -Xlinker $(CURDIR)/scripts/release/writable-rodata.ld
 
 release: release-prep
 	$(SWIFT) build $(RELEASE_FLAGS) -Xlinker -s
@@ -212,6 +214,13 @@ profile-build: release-prep $(FLOOR_BIN)
 profile: setup profile-build
 	GATTBRIDGE_BIN=$(CURDIR)/$(PROFILE_BUILD)/release/gattbridge FLOOR_RELAY_BIN=$(CURDIR)/$(FLOOR_BIN) \
 		$(PYTHON) scripts/bench/profile_hot_path.py $(PROFILE_ARGS)
+
+# The idle daemon's memory in a minute (`make bench` takes eight): RSS/PSS/anonymous/file and every mapping's share,
+# three devices online (scripts/bench/memory.py; MEMORY_ARGS=--burst 5000 measures again after traffic).
+.PHONY: memory
+MEMORY_ARGS ?=
+memory: setup bench-build
+	GATTBRIDGE_BIN=$(CURDIR)/$(BENCH_BIN) $(PYTHON) scripts/bench/memory.py $(MEMORY_ARGS)
 
 # make soak DURATION=600 (seconds; SOAK_DURATION works too). Exit status 1 on a crash, a loss, an unrecovered fault
 # or growing RSS. Report on stdout, JSON in .bench/soak-latest.json.

@@ -6,11 +6,15 @@ page the kernel maps for it (64 KB at a time, fault-around) stays resident, so w
 just keep their default place); regenerate it when the daemon's code changed a lot.
 
 How: runs an unstripped release binary under valgrind's callgrind against the simulated bench (the three demo
-peripherals, mosquitto, `gattbridge run -c config/demo.yaml`), exercises commands and reads, stops it with SIGTERM,
-and lists every function of the binary that ran, most expensive first. Names that live in large input sections
-(the toolchain's static libraries are not compiled one function per section) are left out: the linker would move
-the whole section, and local helpers such as `__swift_instantiateConcreteTypeFromMangledName` share one name across
-objects, so one of them could drag a big unrelated section into the hot pages.
+peripherals, mosquitto, `gattbridge run -c config/demo.yaml`), waits for the daemon's start-up page trim (callgrind
+dumps the profile so far when it begins), idles (another dump), exercises commands and reads, and stops it with
+SIGTERM. The order lists the binary's functions that ran in the idle steady state after the trim, most expensive
+first, then those the commands and the shutdown added, then those that ran only before the trim: after the trim only
+the pages the steady state runs come back, so its functions go first and share as few pages as possible with the
+rest. Names that live in large input sections (the toolchain's static libraries are not compiled one function per
+section) are left out: the linker would move the whole section, and local helpers such as
+`__swift_instantiateConcreteTypeFromMangledName` share one name across objects, so one of them could drag a big
+unrelated section into the hot pages.
 
     .venv/bin/python scripts/release/symbol_order.py [--binary PATH] [--seconds 60]
 
@@ -63,7 +67,13 @@ def wait_for(predicate, timeout: float, what: str) -> None:
     sys.exit(f"symbol_order: timed out waiting for {what}")
 
 
-def profile(binary: Path, seconds: int, work: Path) -> Path:
+# StartupPageTrim.run() (Sources/Systemd/StartupPageTrim.swift), mangled: callgrind dumps the start-up part there.
+TRIM_FUNCTION = "$s7Systemd15StartupPageTrimO3run*"
+
+
+def profile(binary: Path, seconds: int, work: Path) -> tuple[Path, Path, Path]:
+    """Profiles the daemon; returns the profile up to its start-up trim, the idle steady state after it, and the
+    commands and shutdown."""
     port = free_port()
     (work / "mosquitto.conf").write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
     processes: list[subprocess.Popen] = []
@@ -90,20 +100,24 @@ def profile(binary: Path, seconds: int, work: Path) -> Path:
         availability = work / "availability.txt"
         start(["mosquitto_sub", "-p", str(port), "-v", "-t", "gattbridge/+/availability"], "availability.txt")
         daemon = start(["valgrind", "-q", "--tool=callgrind", f"--callgrind-out-file={output}", "--dump-instr=no",
-                        "--demangle=no", str(binary), "run", "-c", str(work / "demo.yaml"), "--log-level", "info"],
-                       "gattbridge.log", env=env)
+                        "--demangle=no", f"--dump-before={TRIM_FUNCTION}", str(binary), "run", "-c",
+                        str(work / "demo.yaml"), "--log-level", "info"], "gattbridge.log", env=env)
         wait_for(lambda: availability.read_text().count(" online") >= 3, 180, "three devices online")
+        wait_for(lambda: "start-up page trim" in (work / "gattbridge.log").read_text(), 180, "the start-up trim")
 
         def publish(topic: str, message: str | None) -> None:
             args = ["mosquitto_pub", "-p", str(port), "-t", f"gattbridge/{topic}"]
             subprocess.run(args + (["-m", message] if message is not None else ["-n"]), check=True)
 
+        # The steady state: notifications (the heart rate, 1 Hz), polls, keepalives. Then a dump, so the commands
+        # and the shutdown land in a profile part of their own.
+        time.sleep(seconds)
+        subprocess.run(["callgrind_control", "--dump", str(daemon.pid)], check=True, capture_output=True)
         # The command paths: a write with response, a write without, an on-demand read.
         for topic, message in [("desk-led/led/set", "ON"), ("hm10/serial/set", "hello hm10"),
                                ("heart-rate-strap/battery/get", None), ("desk-led/led/set", "OFF")]:
             publish(topic, message)
             time.sleep(2)
-        time.sleep(seconds)
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(timeout=120)
     finally:
@@ -115,7 +129,11 @@ def profile(binary: Path, seconds: int, work: Path) -> Path:
                 process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
-    return output
+    parts = sorted(work.glob("callgrind.out*"), key=lambda p: int(p.suffix[1:]) if p.suffix[1:].isdigit() else 1 << 30)
+    if len(parts) != 3:
+        sys.exit(f"symbol_order: expected three profile parts (start-up, steady state, commands and shutdown), "
+                 f"got {[p.name for p in parts]}")
+    return parts[0], parts[1], parts[2]
 
 
 def executed_functions(callgrind_output: Path, binary: Path) -> list[str]:
@@ -175,19 +193,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", type=Path, help="an unstripped release gattbridge (default: build one)")
     parser.add_argument("--map", type=Path, help="the linker map (-Map) of --binary")
-    parser.add_argument("--seconds", type=int, default=60, help="idle time after the commands (polls, keepalives)")
+    parser.add_argument("--seconds", type=int, default=60, help="idle time after the trim (notifications, polls, keepalives)")
     options = parser.parse_args()
     if options.binary and not options.map:
         parser.error("--binary needs --map")
     binary, link_map = (options.binary, options.map) if options.binary else build()
     with tempfile.TemporaryDirectory(prefix="gattbridge-symbol-order.") as directory:
-        output = profile(binary, options.seconds, Path(directory))
-        functions = executed_functions(output, binary)
+        startup_part, steady_part, commands_part = profile(binary, options.seconds, Path(directory))
+        steady = executed_functions(steady_part, binary)
+        functions = list(steady)
+        seen = set(steady)
+        for part in (commands_part, startup_part):
+            for name in executed_functions(part, binary):
+                if name not in seen:
+                    seen.add(name)
+                    functions.append(name)
     large = in_large_sections(link_map)
     order = [name for name in functions if name not in large]
     OUTPUT.write_text("".join(name + "\n" for name in order))
-    print(f"symbol_order: {len(order)} functions ({len(functions) - len(order)} in large sections left out) "
-          f"-> {OUTPUT.relative_to(REPO)}")
+    print(f"symbol_order: {len(order)} functions, {len([n for n in steady if n not in large])} of them in the "
+          f"steady state after the trim ({len(functions) - len(order)} in large sections left out) -> {OUTPUT.relative_to(REPO)}")
 
 
 if __name__ == "__main__":

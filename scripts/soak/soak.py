@@ -556,8 +556,13 @@ class Soak:
                        "anon_first_after_warmup_median": anon_first, "anon_last_median": anon_last,
                        "series": [(round(t), r, p, a, f) for t, r, p, a, f in self.rss]},
         }
-        growth = result["rss_kb"]["growth_percent"]
-        result["rss_flat"] = growth is not None and (growth <= 10 or last - first <= 1024)
+        # Judged on anonymous memory, what a leak grows. File-backed pages (code, read-only data) come back one code
+        # path at a time after the daemon's start-up page trim dropped them (docs/MEMORY.md), a fault kind first run
+        # after warm-up included; they are bounded by the mapped files, so they are reported, not judged.
+        result["rss_kb"]["anon_growth_percent"] = (round(100 * (anon_last - anon_first) / anon_first, 1)
+                                                   if anon_first else None)
+        growth = result["rss_kb"]["anon_growth_percent"]
+        result["rss_flat"] = growth is not None and (growth <= 10 or anon_last - anon_first <= 1024)
         not_recovered = [f for f in self.fault_log if f.get("recovered") is False]
         # Counted where it runs, on the HM-10 (the echoes on MQTT can repeat: QoS 1 re-delivery around a restart).
         written = collections.Counter(e.get("text") for e in self.world.hm10.events_matching("line", since=0))
@@ -585,8 +590,9 @@ def print_report(r: dict) -> None:
     print(f"crashes: {r['crashes']}")
     print(f"RSS: {rs['min'] / 1024:.1f}–{rs['max'] / 1024:.1f} MiB over {rs['samples']} samples; after warm-up "
           f"{rs['first_after_warmup_median'] / 1024:.1f} → {rs['last_median'] / 1024:.1f} MiB "
-          f"({rs['growth_percent']} %): {'flat' if r['rss_flat'] else 'GROWING'}; of which anonymous "
-          f"{rs['anon_first_after_warmup_median'] / 1024:.1f} → {rs['anon_last_median'] / 1024:.1f} MiB")
+          f"({rs['growth_percent']} %); of which anonymous "
+          f"{rs['anon_first_after_warmup_median'] / 1024:.1f} → {rs['anon_last_median'] / 1024:.1f} MiB "
+          f"({rs.get('anon_growth_percent')} %): {'flat' if r['rss_flat'] else 'GROWING'}")
     print("PASS" if r["pass"] else "FAIL")
 
 

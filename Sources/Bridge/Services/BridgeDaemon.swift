@@ -73,7 +73,9 @@ public struct BridgeDaemon: Sendable {
         ]
         let core = BridgeCore(config: config, bluez: bluez, link: link, discovery: discovery, features: features,
                               logger: logger, statusChanged: statusChanged)
-        let status = StatusReporter(notifier: notifier, core: core, mqtt: link, bluez: bluez)
+        let (settled, settledTrigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let status = StatusReporter(notifier: notifier, core: core, mqtt: link, bluez: bluez,
+                                    allOnline: { settledTrigger.yield() })
         let (notifier, logger, configPath, devices, version) = (notifier, logger, configPath, config.devices.count, version)
         let mqtt = MQTTService(link: link, core: core, logger: logger, statusChanged: statusChanged, started: {
             notifier.ready()
@@ -96,11 +98,17 @@ public struct BridgeDaemon: Sendable {
             services.append(WatchdogService(loop: loop))
         }
         services.append(StoppingNotice(notifier: notifier, logger: logger))
+        var configurations = services.map {
+            ServiceGroupConfiguration.ServiceConfiguration(
+                service: $0, successTerminationBehavior: .gracefullyShutdownGroup,
+                failureTerminationBehavior: .gracefullyShutdownGroup)
+        }
+        // Its job is done after one trim; that must not end the group.
+        configurations.insert(.init(service: StartupTrimService(allOnline: settled, logger: logger),
+                                    successTerminationBehavior: .ignore, failureTerminationBehavior: .gracefullyShutdownGroup),
+                              at: configurations.count - 1)
         var configuration = ServiceGroupConfiguration(
-            services: services.map {
-                .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup,
-                      failureTerminationBehavior: .gracefullyShutdownGroup)
-            },
+            services: configurations,
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         // systemd allows 10 s (TimeoutStopSec) before it kills; SPEC §5 wants us gone within 5.
         configuration.maximumGracefulShutdownDuration = .seconds(5)

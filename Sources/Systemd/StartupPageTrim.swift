@@ -1,0 +1,126 @@
+import Glibc
+
+/// Takes the code and read-only data that only the daemon's start-up touched out of its resident set, once.
+///
+/// Argument parsing, config and YAML parsing, validation, FoundationEssentials, TLS and library initialisation run
+/// once, but every page of code and read-only data they touched stays mapped (file-backed, clean) for the life of the
+/// process and counts in its RSS. Once the daemon has settled, `MADV_DONTNEED` over its read-only, file-backed,
+/// private mappings (its own binary and the shared libraries) unmaps all of them; what the steady state runs faults
+/// back in at its next use — a minor fault, the page is still in the page cache — and the rest stays out, left to the
+/// kernel to reclaim when memory gets short. docs/MEMORY.md has the measurements.
+///
+/// Not `MADV_PAGEOUT`: the kernel pages out file pages only for a process that owns or may write the file, and the
+/// installed daemon (user `gattbridge`) can do neither to `/usr/bin/gattbridge`, so there it would release nothing;
+/// and a page it did release would come back from storage, not from the page cache.
+///
+/// Safe because only mappings that are not writable and hold no anonymous page are touched: each of their pages reads
+/// back identical from the file. The relocated read-only data (RELRO: written by the dynamic linker, then made
+/// read-only, so its pages are anonymous copies), the heap, stacks and every writable mapping are left alone.
+public enum StartupPageTrim {
+    /// A mapping that can be dropped: its address range and how much of it is resident.
+    public struct Mapping: Equatable, Sendable {
+        public let start: UInt
+        public let end: UInt
+        public let residentKiB: Int
+        public let path: String
+    }
+
+    /// What one trim did: the mappings advised, the RSS before and after (KiB), and how many calls failed.
+    public struct Outcome: Sendable {
+        public let mappings: Int
+        public let failed: Int
+        public let rssBeforeKiB: Int
+        public let rssAfterKiB: Int
+        public var releasedKiB: Int { max(0, rssBeforeKiB - rssAfterKiB) }
+    }
+
+    /// `GATTBRIDGE_NO_TRIM=1` turns the trim off (to compare, or if a kernel ever misbehaves with it).
+    public static var isDisabled: Bool {
+        getenv("GATTBRIDGE_NO_TRIM").map { String(cString: $0) == "1" } ?? false
+    }
+
+    /// The mappings of `smaps` (the text of `/proc/PID/smaps`) that may be dropped: private, not writable, backed by
+    /// a file (an inode, a path; not a device), with resident pages and none of them anonymous.
+    public static func candidates(smaps: String) -> [Mapping] {
+        var result: [Mapping] = []
+        var current: (start: UInt, end: UInt, path: String)?
+        var rss = 0
+        var anonymous = 0
+        func close() {
+            if let mapping = current, rss > 0, anonymous == 0 {
+                result.append(Mapping(start: mapping.start, end: mapping.end, residentKiB: rss, path: mapping.path))
+            }
+            current = nil
+        }
+        for line in smaps.split(separator: "\n", omittingEmptySubsequences: true) {
+            let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
+            guard let first = fields.first else { continue }
+            if first.hasSuffix(":") {
+                guard current != nil, fields.count >= 2, let value = Int(fields[1]) else { continue }
+                if first == "Rss:" { rss = value } else if first == "Anonymous:" { anonymous = value }
+                continue
+            }
+            close()
+            // start-end perms offset dev inode [path]
+            guard fields.count >= 6 else { continue }
+            let range = first.split(separator: "-")
+            let perms = Array(fields[1].utf8)
+            let path = fields[5].drop(while: { $0 == " " })
+            guard range.count == 2, let start = UInt(range[0], radix: 16), let end = UInt(range[1], radix: 16),
+                  perms.count == 4, perms[1] != UInt8(ascii: "w"), perms[3] == UInt8(ascii: "p"),
+                  fields[4] != "0", path.hasPrefix("/"), !path.hasPrefix("/dev/") else { continue }
+            current = (start, end, String(path))
+            rss = 0
+            anonymous = 0
+        }
+        close()
+        return result
+    }
+
+    /// Reads `/proc/self/smaps` and drops the candidates; nil when the file cannot be read (no /proc).
+    /// Never inlined: scripts/release/symbol_order.py splits its profile where this function begins.
+    @inline(never)
+    public static func run() -> Outcome? {
+        guard let smaps = read("/proc/self/smaps") else { return nil }
+        let before = residentKiB()
+        var advised = 0
+        var failed = 0
+        for mapping in candidates(smaps: smaps) {
+            // EINVAL (a locked or special mapping) or EPERM (a seccomp filter without madvise): leave it be.
+            if madvise(UnsafeMutableRawPointer(bitPattern: mapping.start), Int(mapping.end - mapping.start),
+                       MADV_DONTNEED) == 0 {
+                advised += 1
+            } else {
+                failed += 1
+            }
+        }
+        return Outcome(mappings: advised, failed: failed, rssBeforeKiB: before, rssAfterKiB: residentKiB())
+    }
+
+    /// This process's RSS in KiB, from `/proc/self/statm` (its second field, in pages); 0 when unreadable.
+    public static func residentKiB() -> Int {
+        guard let statm = read("/proc/self/statm") else { return 0 }
+        let fields = statm.split(separator: " ")
+        guard fields.count >= 2, let pages = Int(fields[1]) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE))) / 1024
+    }
+
+    /// A /proc file's text. Its size is not known beforehand (`stat` says 0), so read until the end.
+    private static func read(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { Glibc.close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return nil
+            }
+            if count == 0 { break }
+            bytes.append(contentsOf: buffer[0..<count])
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

@@ -1,0 +1,123 @@
+import Glibc
+import Testing
+@testable import Systemd
+
+@Suite struct StartupPageTrimTests {
+    /// The shapes /proc/PID/smaps shows: the binary's code, its relocated read-only data (anonymous copies), its
+    /// writable data, a shared library, the heap, an anonymous mapping, the vDSO, a shared file mapping, a device.
+    private let smaps = """
+        55d0a0000000-55d0a0100000 r--p 00000000 08:01 1234                       /usr/bin/gattbridge
+        Size:               1024 kB
+        Rss:                 300 kB
+        Anonymous:             0 kB
+        VmFlags: rd mr mw me dw sd
+        55d0a0100000-55d0a0d00000 r-xp 00100000 08:01 1234                       /usr/bin/gattbridge
+        Size:              12288 kB
+        Rss:                6000 kB
+        Anonymous:             0 kB
+        VmFlags: rd ex mr mw me dw sd
+        55d0a0d00000-55d0a0e00000 r--p 00d00000 08:01 1234                       /usr/bin/gattbridge
+        Size:               1024 kB
+        Rss:                 800 kB
+        Anonymous:           420 kB
+        55d0a0e00000-55d0a1000000 rw-p 00e00000 08:01 1234                       /usr/bin/gattbridge
+        Rss:                1200 kB
+        Anonymous:           176 kB
+        7f0000000000-7f0000100000 r-xp 00028000 08:01 99                         /usr/lib/x86_64-linux-gnu/libc.so.6
+        Rss:                1400 kB
+        Anonymous:             0 kB
+        7f0000200000-7f0000210000 ---p 00000000 00:00 0
+        Rss:                   0 kB
+        55d0a2000000-55d0a2021000 rw-p 00000000 00:00 0                          [heap]
+        Rss:                  12 kB
+        Anonymous:            12 kB
+        7f0000300000-7f0000400000 r--p 00000000 00:00 0
+        Rss:                   8 kB
+        Anonymous:             0 kB
+        7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0                          [vdso]
+        Rss:                   4 kB
+        Anonymous:             0 kB
+        7f0000500000-7f0000600000 r--s 00000000 08:01 77                         /var/lib/some file.db
+        Rss:                  40 kB
+        Anonymous:             0 kB
+        7f0000600000-7f0000700000 r--p 00000000 00:05 6                          /dev/zero
+        Rss:                  40 kB
+        Anonymous:             0 kB
+        7f0000700000-7f0000800000 r--p 00000000 08:01 78                         /opt/with space/lib.so
+        Rss:                   0 kB
+        Anonymous:             0 kB
+        """
+
+    @Test func onlyPrivateReadOnlyFileMappingsWithoutAnonymousPages() {
+        let found = StartupPageTrim.candidates(smaps: smaps)
+        #expect(found == [
+            .init(start: 0x55d0a0000000, end: 0x55d0a0100000, residentKiB: 300, path: "/usr/bin/gattbridge"),
+            .init(start: 0x55d0a0100000, end: 0x55d0a0d00000, residentKiB: 6000, path: "/usr/bin/gattbridge"),
+            .init(start: 0x7f0000000000, end: 0x7f0000100000, residentKiB: 1400,
+                  path: "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+        ])
+    }
+
+    @Test func pathsWithSpacesAreKeptWhole() {
+        let text = """
+            7f0000700000-7f0000800000 r--p 00000000 08:01 78                         /opt/with space/lib.so
+            Rss:                   4 kB
+            Anonymous:             0 kB
+            """
+        #expect(StartupPageTrim.candidates(smaps: text).map(\.path) == ["/opt/with space/lib.so"])
+    }
+
+    /// On the running kernel, in this process: a read-only private mapping of a file that was written before it was
+    /// made read-only (as the dynamic linker does to RELRO data) keeps its written bytes; a clean one is unmapped
+    /// and reads back the same from the file.
+    @Test func writtenPagesSurviveAndCleanOnesAreDropped() throws {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        var template = Array("/tmp/gattbridge-trim-XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        try #require(fd >= 0)
+        let path = String(cString: template)
+        defer { close(fd); unlink(path) }
+        let contents = [UInt8](repeating: 0x5a, count: 4 * page)
+        try #require(contents.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == contents.count)
+
+        let relro = try #require(mmap(nil, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0))
+        try #require(relro != MAP_FAILED)
+        defer { munmap(relro, 4 * page) }
+        relro.storeBytes(of: 0xa5, toByteOffset: page, as: UInt8.self)
+        try #require(mprotect(relro, 4 * page, PROT_READ) == 0)
+
+        let clean = try #require(mmap(nil, 4 * page, PROT_READ, MAP_PRIVATE, fd, 0))
+        try #require(clean != MAP_FAILED)
+        defer { munmap(clean, 4 * page) }
+        var sum = 0
+        for index in 0..<4 { sum += Int(clean.load(fromByteOffset: index * page, as: UInt8.self)) }
+        #expect(sum == 4 * 0x5a)
+
+        let start = UInt(bitPattern: clean)
+        let before = try #require(Self.mapping(at: start))
+        #expect(before.residentKiB == 4 * page / 1024)
+        let outcome = try #require(StartupPageTrim.run())
+        #expect(outcome.mappings > 0)
+        #expect(outcome.failed == 0)
+        #expect(Self.mapping(at: start) == nil)       // no resident page left: no longer a candidate
+
+        #expect(relro.load(fromByteOffset: page, as: UInt8.self) == 0xa5)
+        #expect(relro.load(fromByteOffset: 0, as: UInt8.self) == 0x5a)
+        #expect(clean.load(fromByteOffset: 2 * page, as: UInt8.self) == 0x5a)
+    }
+
+    @Test func residentSizeIsRead() {
+        #expect(StartupPageTrim.residentKiB() > 0)
+    }
+
+    private static func mapping(at start: UInt) -> StartupPageTrim.Mapping? {
+        guard let fd = Optional(open("/proc/self/smaps", O_RDONLY)), fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while case let count = buffer.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }), count > 0 {
+            bytes.append(contentsOf: buffer[0..<count])
+        }
+        return StartupPageTrim.candidates(smaps: String(decoding: bytes, as: UTF8.self)).first { $0.start == start }
+    }
+}
