@@ -193,6 +193,11 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
                 shutDown(.disconnected("The connection to the bus was lost"))
             } else {
                 deliverSignal(message)
+                // Nothing after this filter wants a signal (no object paths are registered with libdbus), and
+                // "not yet handled" would send every one through libdbus's object-tree lookup, which splits the
+                // path into freshly allocated components under the connection lock: a notification's worth of
+                // malloc/free and locking on the signal path.
+                return DBUS_HANDLER_RESULT_HANDLED
             }
         case DBUS_MESSAGE_TYPE_METHOD_CALL:
             if handleMethodCall(message) { return DBUS_HANDLER_RESULT_HANDLED }
