@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import signal
 import statistics
@@ -85,11 +86,14 @@ def main() -> int:
         for id in ids:
             doc = {"mqtt": {"host": "127.0.0.1", "port": broker.port, "client_id": f"fleet-{id}", "base_topic": BASE,
                             "keepalive": 10},
-                   "bluetooth": {"adapter": centrals[id][0]}, "homeassistant": {"enabled": False},
+                   # Every bridge may end up owning every device (the takeover): room for all of them on its one
+                   # radio (BlueZoo has no limit; the default of 5 would leave most devices with nowhere to go).
+                   "bluetooth": {"adapters": [{"name": centrals[id][0], "max_connections": args.devices}]},
+                   "homeassistant": {"enabled": False},
                    "bridge": {"id": id}, "devices": devices}
             path = bench.workdir / f"fleet-{id}.yaml"
             path.write_text(to_yaml(doc) + "\n")
-            bridges[id] = bench.run_gattbridge(["run", "--config", str(path), "--log-level", "notice"],
+            bridges[id] = bench.run_gattbridge(["run", "--config", str(path), "--log-level", os.environ.get("FLEET_LOG_LEVEL", "notice")],
                                                binary=binary, name=f"gattbridge-{id}")
 
         def record(name: str):

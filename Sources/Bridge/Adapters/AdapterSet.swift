@@ -69,8 +69,10 @@ struct AdapterSet {
 
     /// Places every device, in config order (earlier devices get the first places on a full adapter), and returns
     /// the names of the devices whose adapter changed. A device that is online stays where it is while its adapter
-    /// is there and powered: moving it would drop a working link.
-    mutating func place(_ devices: [DeviceConfig]) -> [String] {
+    /// is there and powered: moving it would drop a working link. Devices in `listeningOnly` (in a fleet, those
+    /// another bridge owns) only listen for adverts through their adapter: they take no connection slot, and a full
+    /// adapter still listens for them, or no bridge would ever hear them to claim them.
+    mutating func place(_ devices: [DeviceConfig], listeningOnly: Set<String> = []) -> [String] {
         if watched.count != devices.count || devices.contains(where: { !watched.contains($0.address) }) { watch(devices) }
         var changed: [String] = []
         for device in devices {
@@ -79,8 +81,10 @@ struct AdapterSet {
             let candidates = present.values.sorted { $0.name < $1.name }.map { adapter in
                 AdapterChoice.Candidate(
                     name: adapter.name, powered: adapter.powered, healthy: health[adapter.name]?.isHealthy ?? true,
-                    devices: placed.filter { $0.key != device.name && $0.value == adapter.name }.count,
-                    maxConnections: settings.maxConnections(of: adapter.name),
+                    devices: placed.filter { $0.key != device.name && $0.value == adapter.name
+                                             && !listeningOnly.contains($0.key) }.count,
+                    maxConnections: listeningOnly.contains(device.name) ? Int.max
+                                                                         : settings.maxConnections(of: adapter.name),
                     seen: sightings[device.address]?[adapter.name])
             }
             let choice = AdapterChoice.choose(pinned: device.adapter, current: current, candidates: candidates)

@@ -72,7 +72,7 @@ extension BridgeCore {
 
     /// Places every device and tells each session whose adapter (or its power) changed.
     func placeDevices() {
-        let moved = adapterSet.place(config.devices)
+        let moved = adapterSet.place(config.devices, listeningOnly: listeningOnly)
         for name in moved {
             let to = adapterSet.placed[name] ?? "none"
             logger.info("device placed on adapter \(to)", metadata: ["device": "\(name)"])
@@ -88,9 +88,15 @@ extension BridgeCore {
         publishAdapters()
     }
 
+    /// In a fleet, the devices this bridge does not own: they listen, they do not connect (`AdapterSet.place`).
+    var listeningOnly: Set<String> {
+        guard ownership.isFleet else { return [] }
+        return Set(config.devices.map(\.name).filter { !ownership.owns($0) })
+    }
+
     /// Where a new session starts; remembered as told.
     func initialAdapter(for device: DeviceConfig) -> AdapterInfo? {
-        _ = adapterSet.place(config.devices)
+        _ = adapterSet.place(config.devices, listeningOnly: listeningOnly)
         let info = adapterSet.adapter(of: device.name)
         toldAdapter[device.name] = .some(info)
         return info

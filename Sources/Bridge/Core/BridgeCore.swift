@@ -38,7 +38,7 @@ public actor BridgeCore {
     /// Retained command topics already reported, so a retained command is reported once, not at every reconnect.
     private var reportedRetained: Set<String> = []
     /// Fleet (SPEC §10): the devices this bridge owns, as the `FleetFeature` decides.
-    private let ownership: OwnershipBoard
+    let ownership: OwnershipBoard
 
     public init(config: BridgeConfig, bluez: BlueZClient, link: MQTTLink, discovery: DiscoveryCoordinator,
                 features: [any BridgeFeature], logger: Logger, statusChanged: @escaping @Sendable () -> Void = {}) {
@@ -168,6 +168,7 @@ public actor BridgeCore {
             logger.notice("\(owned ? "owning" : "giving up") device \(name)")
             session.send(.machine(.ownership(owned)))
             host.emit(.ownership(session.config, owned: owned))
+            placeDevices()      // an owned device takes a connection slot; one given up frees it
         }
     }
 

@@ -31,6 +31,22 @@ import Testing
         #expect(set.adapter(of: "d3") == nil)
     }
 
+    /// Fleet: a device another bridge owns only listens, so it takes no slot, and a full adapter still listens for
+    /// it (otherwise no bridge with a full radio would hear it, and the fleet would never claim it).
+    @Test func listeningOnlyDevicesTakeNoSlotAndAreStillPlaced() throws {
+        var set = AdapterSet(settings: BluetoothSettings(adapters: [AdapterSetting(name: "hci0", maxConnections: 1)]),
+                             window: .seconds(60))
+        set.update([adapter("hci0")])
+        let devices = [try device(1), try device(2), try device(3)]
+        set.watch(devices)
+        #expect(set.place(devices, listeningOnly: ["d1", "d3"]).sorted() == ["d1", "d2", "d3"])
+        #expect(set.placed == ["d1": "hci0", "d2": "hci0", "d3": "hci0"])
+        // d3 is claimed while d2 is connected: d2 keeps the one slot, d3 waits for a free one.
+        set.setOnline("d2", true)
+        _ = set.place(devices, listeningOnly: ["d1"])
+        #expect(set.placed == ["d1": "hci0", "d2": "hci0"])
+    }
+
     @Test func aPoweredOffAdapterLosesItsOfflineAndOnlineDevices() throws {
         var set = AdapterSet(settings: BluetoothSettings(), window: .seconds(60))
         set.update([adapter("hci0"), adapter("hci1")])
