@@ -32,9 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (BASE, CHARACTERISTIC, FLOOR_FD_ADDRESS, FLOOR_SIG_ADDRESS, REPO, StampSubscriber,  # noqa: E402
-                    World, floor_relay_binary)
-from bench.bench import Process  # noqa: E402
+from common import BASE, REPO, StampSubscriber, World  # noqa: E402
+from run_bench import connect_twins, start_relay  # noqa: E402
 
 
 def log(text: str) -> None:
@@ -156,20 +155,10 @@ def main() -> int:
             results["gattbridge"] = {"file": out, "received": got}
             gb.stop()
         if "floor" in subjects:
-            connect = Process([sys.executable, str(Path(__file__).resolve().parent / "connect_devices.py"),
-                               FLOOR_FD_ADDRESS, FLOOR_SIG_ADDRESS], "connect-floor", env=world.bench.env, cwd=REPO,
-                              log_dir=world.bench.log_dir).start()
-            world.bench.processes.append(connect)
-            if connect.wait(120) != 0:
-                raise RuntimeError(f"could not connect the floor relay's peripherals: {connect.stderr[-3000:]}")
+            connect_twins(world)
             peripheral = world.floor_fd if a.path == "fd" else world.floor_sig
             topic = f"{BASE}/floor_{a.path}/stamp"
-            relay = Process([floor_relay_binary(), f"{peripheral.address}/{CHARACTERISTIC}", "127.0.0.1",
-                             world.broker.port, topic], "floor-relay", env=world.bench.env,
-                            log_dir=world.bench.log_dir).start()
-            world.bench.processes.append(relay)
-            json.loads(relay.wait_for_line('"ready"', 30))
-            time.sleep(1)
+            relay, _ = start_relay(world, a.path)
             out = out_dir / f"floor-{a.path}.{a.tool}"
             tracer = attach(a.tool, relay.pid, out)
             burst += 1

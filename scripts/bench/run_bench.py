@@ -42,6 +42,7 @@ from bench.bench import Process  # noqa: E402
 BLE2MQTT_US_PER_NOTIFICATION = 5.9 / 100 / 1000 * 1e6      # 59 µs of CPU per notification
 TARGETS = {
     "cpu_us_per_notification_max": BLE2MQTT_US_PER_NOTIFICATION / 10,
+    "cpu_ratio_to_floor_max": 1.25,
     "idle_rss_mib_max": 10.0,
     "added_p99_ms_at_1khz_max": 2.0,
     "idle_cpu_percent_max": 0.1,
@@ -484,10 +485,15 @@ def summarize(r: dict) -> None:
                      "ok" if x["rate_requested"] != 1000 or x["added_latency_ms"]["p99"] <= 2 else "MISSED"))
     for p in ("fd", "sig"):
         x = lat[(p, 1000.0)]
+        # The target is the floor relay's CPU (issue: within 1.25×), by the alternating rounds' median when there are
+        # rounds, else by this run's side-by-side ratio; without the relay there is nothing to hold it to.
+        ratio_now = (r.get("alternating", {}).get(p, {}).get("cpu_us_per_notification", {}).get("ratio")
+                     or r.get("floor_comparison", {}).get(p, {}).get("cpu_us_per_notification", {}).get("ratio"))
         rows.append((f"CPU per 1,000 notifications ({p} path, 1 kHz)", f"{x['gattbridge_cpu_ms_per_1000']:.1f} ms "
                      f"({x['cpu_percent']['gattbridge']:.2f} % of a core)",
-                     f"≤ {t['cpu_us_per_notification_max']:.1f} ms (ble2mqtt/10)",
-                     "ok" if cpu_us[p] <= t["cpu_us_per_notification_max"] else "MISSED"))
+                     f"≤ {t['cpu_ratio_to_floor_max']}× the floor relay",
+                     "—" if ratio_now is None else f"{ratio_now:.2f}×, " + (
+                         "ok" if ratio_now <= t["cpu_ratio_to_floor_max"] else "MISSED")))
     rows += [
         ("RSS / PSS idle, 3 devices connected", f"{idle['rss_kb'] / 1024:.1f} / {idle['pss_kb'] / 1024:.1f} MiB",
          f"RSS ≤ {t['idle_rss_mib_max']:.0f} MiB", "ok" if idle["rss_kb"] / 1024 <= t["idle_rss_mib_max"] else "MISSED"),
