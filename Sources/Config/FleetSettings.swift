@@ -10,10 +10,15 @@ public struct FleetSettings: Sendable, Equatable {
     /// `handover_after`: how long another bridge must see a device ≥ 10 dB stronger than its owner before it takes
     /// the device over (default 30 s). Lower it only for tests: the hysteresis is what stops flapping.
     public var handoverAfter: Duration
+    /// `unreachable_after`: how long an owner may fail to bring its device online before it reports that it cannot
+    /// reach it, so a bridge that hears the device can ask for it (default 60 s, the adapters' wedge window).
+    public var unreachableAfter: Duration
 
-    public init(id: String = FleetSettings.defaultID, handoverAfter: Duration = .seconds(30)) {
+    public init(id: String = FleetSettings.defaultID, handoverAfter: Duration = .seconds(30),
+                unreachableAfter: Duration = .seconds(60)) {
         self.id = id
         self.handoverAfter = handoverAfter
+        self.unreachableAfter = unreachableAfter
     }
 
     /// The host name as a topic level.
@@ -27,7 +32,7 @@ extension ConfigValidator {
     mutating func fleetSettings(_ node: YAMLNode) -> FleetSettings {
         var settings = FleetSettings()
         guard !node.isNull else { return settings }    // `bridge:` alone: a fleet member named after the host
-        guard let fields = fields(of: node, allowed: ["id", "handover_after"], context: "bridge") else { return settings }
+        guard let fields = fields(of: node, allowed: ["id", "handover_after", "unreachable_after"], context: "bridge") else { return settings }
         if let value = fields["id"], let id = nonEmptyString(value, key: "id", context: "bridge") {
             let level = sanitizeTopicLevel(id)
             if level != id || level.isEmpty {
@@ -38,6 +43,10 @@ extension ConfigValidator {
         }
         if let value = fields["handover_after"], let duration = seconds(value, key: "handover_after", context: "bridge") {
             settings.handoverAfter = duration
+        }
+        if let value = fields["unreachable_after"],
+           let duration = seconds(value, key: "unreachable_after", context: "bridge") {
+            settings.unreachableAfter = duration
         }
         return settings
     }

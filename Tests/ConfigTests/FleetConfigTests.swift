@@ -9,8 +9,8 @@ import Testing
     }
 
     @Test func anIdJoinsAFleetAndNamesTheWillsTopic() throws {
-        let parsed = try config("bridge:\n  id: kitchen\n  handover_after: 4\nmqtt:\n  host: broker\n")
-        #expect(parsed.fleet == FleetSettings(id: "kitchen", handoverAfter: .seconds(4)))
+        let parsed = try config("bridge:\n  id: kitchen\n  handover_after: 4\n  unreachable_after: 5\nmqtt:\n  host: broker\n")
+        #expect(parsed.fleet == FleetSettings(id: "kitchen", handoverAfter: .seconds(4), unreachableAfter: .seconds(5)))
         #expect(parsed.mqtt.bridgeID == "kitchen")
         #expect(parsed.mqtt.host == "broker")
     }
@@ -19,6 +19,7 @@ import Testing
         let parsed = try config("bridge:\n")
         #expect(parsed.fleet?.id == FleetSettings.defaultID)
         #expect(parsed.fleet?.handoverAfter == .seconds(30))
+        #expect(parsed.fleet?.unreachableAfter == .seconds(60))
         #expect(!FleetSettings.defaultID.isEmpty)
         #expect(sanitizeTopicLevel(FleetSettings.defaultID) == FleetSettings.defaultID)
     }

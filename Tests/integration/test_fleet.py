@@ -38,6 +38,9 @@ def serial_device() -> dict:
 class Fleet:
     """Bridges `a`, `b`, … each on its own central adapter, sharing a broker and base topic."""
 
+    bridge_settings: dict = {}      # more keys of each bridge's `bridge:` section
+    max_connections: dict = {}      # bridge id → its adapter's max_connections (default 5)
+
     def __init__(self, bench, run_gattbridge, mosquitto, tmp_path, devices, count: int):
         self.bench, self.run, self.mosquitto, self.tmp_path, self.devices = bench, run_gattbridge, mosquitto, tmp_path, devices
         self.ids = [chr(ord("a") + i) for i in range(count)]
@@ -51,9 +54,10 @@ class Fleet:
         doc = {
             "mqtt": {"host": "127.0.0.1", "port": self.mosquitto.port, "client_id": f"gattbridge-fleet-{id}",
                      "base_topic": BASE, "keepalive": 10},
-            "bluetooth": {"adapter": self.adapters[id]},
+            "bluetooth": ({"adapters": [{"name": self.adapters[id], "max_connections": self.max_connections[id]}]}
+                          if id in self.max_connections else {"adapter": self.adapters[id]}),
             "homeassistant": {"enabled": False},
-            "bridge": {"id": id, "handover_after": HANDOVER_AFTER},
+            "bridge": {"id": id, "handover_after": HANDOVER_AFTER, **self.bridge_settings},
             "devices": self.devices,
         }
         path = self.tmp_path / f"bridge-{id}.yaml"

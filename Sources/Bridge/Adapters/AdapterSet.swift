@@ -99,6 +99,19 @@ struct AdapterSet {
         return changed
     }
 
+    /// Whether the device would get a connection slot if this bridge owned it (a fleet's claim rule): an adapter it
+    /// may use is powered, healthy and has room beside the devices that connect (those in `listeningOnly` take
+    /// none). A device already placed with a slot has room where it is.
+    func hasRoom(for device: DeviceConfig, listeningOnly: Set<String>) -> Bool {
+        present.values.contains { adapter in
+            guard device.adapter == nil || device.adapter == adapter.name, adapter.powered,
+                  health[adapter.name]?.isHealthy ?? true else { return false }
+            let taken = placed.filter { $0.key != device.name && $0.value == adapter.name
+                                        && !listeningOnly.contains($0.key) }.count
+            return taken < settings.maxConnections(of: adapter.name)
+        }
+    }
+
     /// The object paths of the adapters that listen for any missing `adapter: any` device: present, powered and
     /// healthy (a recovering adapter's discovery is the recovery ladder's business).
     var listening: Set<String> {

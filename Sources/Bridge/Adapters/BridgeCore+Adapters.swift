@@ -86,6 +86,22 @@ extension BridgeCore {
         }
         anyDiscovery.setAdapters(adapterSet.listening)
         publishAdapters()
+        tellRoom()
+    }
+
+    /// Fleet: tells the `FleetFeature` which devices this bridge has room for, when that changed.
+    private func tellRoom() {
+        guard ownership.isFleet else {
+            toldRoom = [:]
+            return
+        }
+        let listening = listeningOnly
+        for device in config.devices {
+            let room = adapterSet.hasRoom(for: device, listeningOnly: listening)
+            guard toldRoom[device.name] != room else { continue }
+            toldRoom[device.name] = room
+            host.emit(.room(device, room))
+        }
     }
 
     /// In a fleet, the devices this bridge does not own: they listen, they do not connect (`AdapterSet.place`).

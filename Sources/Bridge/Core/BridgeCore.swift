@@ -27,6 +27,8 @@ public actor BridgeCore {
     var adapterSet: AdapterSet
     /// What each session was last told about its adapter (absent: nothing yet).
     var toldAdapter: [String: AdapterInfo?] = [:]
+    /// Fleet: what the `FleetFeature` was last told about each device's room (`CoreEvent.room`).
+    var toldRoom: [String: Bool] = [:]
     var armedWakes: [String: ContinuousClock.Instant] = [:]
     var lastAdapterStatuses: [AdapterStatus]?
     var lastPlacement: [String: String] = [:]
@@ -315,6 +317,7 @@ public actor BridgeCore {
             board.remove(device.name)
             adapterSet.forget(device)
             toldAdapter[device.name] = nil
+            toldRoom[device.name] = nil
             logger.notice("device \(device.name) stopped (removed or changed)")
             // Fleet: the retained topics of a device another bridge owns are that bridge's (SPEC §10).
             guard ownership.owns(device.name) else { continue }

@@ -34,6 +34,8 @@ public enum CoreEvent: Sendable {
     case ownership(DeviceConfig, owned: Bool)
     /// Fleet: a device given up is disconnected and its offline said; the release can be published.
     case released(DeviceConfig)
+    /// Fleet: whether this bridge has a connection slot for the device, should it own it (`AdapterSet.hasRoom`).
+    case room(DeviceConfig, Bool)
     /// The bridge is shutting down; the broker connection is still up.
     case stopping
     /// The adapters' states (SPEC §8 `B/bridge/adapters`) or where devices are placed (device name → adapter) changed.

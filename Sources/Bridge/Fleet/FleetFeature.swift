@@ -86,12 +86,13 @@ struct FleetFeature: BridgeFeature {
                 machines = [:]
                 for device in config.devices {
                     if let kept = old[device.name], kept.id == fleet.id, kept.handoverAfter == fleet.handoverAfter,
-                       oldTopics.base == topics.base {
+                       kept.unreachableAfter == fleet.unreachableAfter, oldTopics.base == topics.base {
                         machines[device.name] = kept
                     } else {
                         // A new id or base topic: what the old machine owned is given up and claimed afresh.
                         if old[device.name]?.owns == true { context.setOwnership(device.name, owned: false) }
-                        machines[device.name] = OwnershipMachine(id: fleet.id, handoverAfter: fleet.handoverAfter)
+                        machines[device.name] = OwnershipMachine(id: fleet.id, handoverAfter: fleet.handoverAfter,
+                                                                 unreachableAfter: fleet.unreachableAfter)
                         if brokerUp { timers += feed(device.name, .brokerConnected) }
                     }
                 }
@@ -117,6 +118,12 @@ struct FleetFeature: BridgeFeature {
 
             case .event(.released(let device)):
                 return feed(device.name, .released)
+
+            case .event(.room(let device, let room)):
+                return feed(device.name, .room(room))
+
+            case .event(.availability(let device, let online)):
+                return feed(device.name, .link(up: online))
 
             case .event(.message(let message)):
                 guard fleet != nil else { break }

@@ -24,6 +24,8 @@ public enum OwnershipTimer: Sendable, Hashable {
     case handover
     /// A handover request was not answered: give up, so a later window can ask again.
     case requestExpired
+    /// The owner has not had the device online for `unreachableAfter`: it reports that it cannot reach it.
+    case unreachable
 }
 
 public enum OwnershipEvent: Sendable, Hashable {
@@ -39,6 +41,11 @@ public enum OwnershipEvent: Sendable, Hashable {
     case unseen
     /// Another bridge asks the owner to hand the device over (`B/D/owner/request`).
     case handoverRequested(by: String, rssi: Int)
+    /// This bridge's session has the device online (connected, subscribed), or no longer has.
+    case link(up: Bool)
+    /// Whether this bridge could connect the device if it owned it: an adapter that would take it is powered,
+    /// healthy and below its `max_connections`. A bridge without room neither claims nor asks for the device.
+    case room(Bool)
     /// The session gave the device up and is disconnected.
     case released
     case timer(OwnershipTimer, token: UInt64)
@@ -71,7 +78,13 @@ public enum OwnershipAction: Sendable, Hashable {
 /// - when the owner's will fires, a bridge that sees the device takes it over (within 30 s: listen, claim delay and
 ///   settle are a few seconds); every bridge that saw the will marks the device `offline` (idempotent), so a device
 ///   nobody can take reads `offline`;
-/// - between two bridges that both claim or both believe they own, the lower `bridge.id` wins.
+/// - between two bridges that both claim or both believe they own, the lower `bridge.id` wins;
+/// - a bridge claims or asks for a device only while it has room for it (`room`): one whose adapters are full would
+///   hold the device offline while another could connect it;
+/// - an owner that has not had the device online for `unreachableAfter` (its adapter wedged or full, the device out
+///   of its reach while others hear it) says so: its record reports `unknownRSSI`, so any bridge that hears the
+///   device is "stronger" and, after the usual hysteresis, asks for it and gets it. Once online again, the owner
+///   reports its real signal. A device nobody else hears stays where it is.
 ///
 /// The races, and why they converge to exactly one owner:
 /// - Two bridges claim at once: both publish; the broker orders the two publishes, and every bridge sees both. A
@@ -104,6 +117,7 @@ public struct OwnershipMachine: Sendable {
 
     public let id: String
     public let handoverAfter: Duration
+    public let unreachableAfter: Duration
     public static let handoverMargin = 10
     public static let listenTime: Duration = .seconds(2)
     public static let settleTime: Duration = .milliseconds(1500)
@@ -128,11 +142,19 @@ public struct OwnershipMachine: Sendable {
     private var tokens: [OwnershipTimer: UInt64] = [:]
     /// Listening after a reconnect while owning: the device stays connected until the retained state is known.
     private var listeningWhileOwned = false
+    private var linkUp = false
+    private var hasRoom = true
+    /// The owner reports `unknownRSSI` because it could not bring the device online (`unreachableAfter`).
+    public private(set) var unreachable = false
 
-    public init(id: String, handoverAfter: Duration = .seconds(30)) {
+    public init(id: String, handoverAfter: Duration = .seconds(30), unreachableAfter: Duration = .seconds(60)) {
         self.id = id
         self.handoverAfter = handoverAfter
+        self.unreachableAfter = unreachableAfter
     }
+
+    /// The signal this bridge stands for as owner: what it hears, unless it cannot reach the device.
+    private var reportedRSSI: Int { unreachable ? Self.unknownRSSI : rssi ?? Self.unknownRSSI }
 
     public var owns: Bool { state == .owned }
 
@@ -203,13 +225,39 @@ public struct OwnershipMachine: Sendable {
 
         case .handoverRequested(let challenger, let theirs):
             guard state == .owned, !listeningWhileOwned, challenger != id, !offline.contains(challenger) else { break }
-            let mine = rssi ?? Self.unknownRSSI
+            let mine = reportedRSSI
             if theirs >= mine + Self.handoverMargin {
                 state = .releasing(to: challenger, rssi: theirs)
                 out.append(.own(false))
             } else {
                 // Our report was stale: correct it, so the challenger measures against the truth.
                 publishRecord(rssi: mine, since: record?.bridge == id ? record?.since ?? unixNow : unixNow, now: now, &out)
+            }
+
+        case .link(let up):
+            guard up != linkUp else { break }
+            linkUp = up
+            if up {
+                bump(.unreachable)
+                if unreachable {
+                    unreachable = false
+                    if state == .owned, !listeningWhileOwned, let record, record.bridge == id {
+                        publishRecord(rssi: reportedRSSI, since: record.since, now: now, &out)
+                    }
+                }
+            } else if state == .owned {
+                arm(.unreachable, after: unreachableAfter, &out)
+            }
+
+        case .room(let room):
+            guard room != hasRoom else { break }
+            hasRoom = room
+            if room {
+                sighted(now: now, unixNow: unixNow, &out)
+            } else {
+                strongerSince = nil
+                bump(.handover)
+                if state == .idle { claimPending = false; bump(.claim) }
             }
 
         case .released:
@@ -244,10 +292,10 @@ public struct OwnershipMachine: Sendable {
                     // Someone took the device while we were cut off (our will fired): theirs now.
                     state = .idle
                     out.append(.own(false))
-                } else if record?.bridge != id || record?.rssi != rssi ?? Self.unknownRSSI {
+                } else if record?.bridge != id || record?.rssi != reportedRSSI {
                     // Lost with the broker's retained state, or naming a dead bridge: ours, said again.
                     let since = record?.bridge == id ? record?.since ?? unixNow : unixNow
-                    publishRecord(rssi: rssi ?? Self.unknownRSSI, since: since, now: now, &out)
+                    publishRecord(rssi: reportedRSSI, since: since, now: now, &out)
                 }
                 break
             }
@@ -263,7 +311,7 @@ public struct OwnershipMachine: Sendable {
         case .claim:
             guard claimPending else { break }
             claimPending = false
-            guard state == .idle, brokerUp, !ownerLive, rssi != nil else { break }
+            guard state == .idle, brokerUp, !ownerLive, rssi != nil, hasRoom else { break }
             claim(unixNow: unixNow, now: now, &out)
 
         case .settle:
@@ -272,13 +320,14 @@ public struct OwnershipMachine: Sendable {
                 state = .owned
                 yieldedTo = nil
                 out.append(.own(true))
+                owned(&out)
             } else {
                 state = .idle
                 considerClaim(&out)
             }
 
         case .handover:
-            guard state == .idle, brokerUp, let since = strongerSince, now - since >= handoverAfter,
+            guard state == .idle, brokerUp, hasRoom, let since = strongerSince, now - since >= handoverAfter,
                   let rssi, let record, ownerLive, rssi >= record.rssi + Self.handoverMargin else { break }
             strongerSince = nil
             state = .requested
@@ -289,6 +338,16 @@ public struct OwnershipMachine: Sendable {
             guard state == .requested else { break }
             state = .idle
             sighted(now: now, unixNow: unixNow, &out)
+
+        case .unreachable:
+            guard state == .owned, !linkUp, !unreachable else { break }
+            if listeningWhileOwned {
+                arm(.unreachable, after: Self.listenTime, &out)   // decided once the retained state is known
+                break
+            }
+            unreachable = true
+            let since = record?.bridge == id ? record?.since ?? unixNow : unixNow
+            publishRecord(rssi: reportedRSSI, since: since, now: now, &out)
         }
     }
 
@@ -296,7 +355,7 @@ public struct OwnershipMachine: Sendable {
                                         _ out: inout [OwnershipAction]) {
         guard let record else {
             // Cleared: an owner says itself again; anyone else may claim.
-            if state == .owned { out.append(.publishOwner(OwnerRecord(bridge: id, rssi: rssi ?? Self.unknownRSSI, since: unixNow))) }
+            if state == .owned { out.append(.publishOwner(OwnerRecord(bridge: id, rssi: reportedRSSI, since: unixNow))) }
             else if state == .idle { considerClaim(&out) }
             return
         }
@@ -308,6 +367,7 @@ public struct OwnershipMachine: Sendable {
                 state = .owned                          // the owner released the device to us
                 strongerSince = nil
                 out.append(.own(true))
+                owned(&out)
             case .idle:
                 if yieldedTo != nil { break }           // the echo of a claim we yielded; the lower id follows
                 claimPending = false
@@ -335,13 +395,19 @@ public struct OwnershipMachine: Sendable {
                 state = .idle
                 out.append(.own(false))
             } else {
-                publishRecord(rssi: rssi ?? Self.unknownRSSI, since: unixNow, now: now, &out)
+                publishRecord(rssi: reportedRSSI, since: unixNow, now: now, &out)
             }
         case .requested:
             break
         case .idle:
             if record.bridge != yieldedTo { yieldedTo = nil }
-            if ownerLive { claimPending = false; bump(.claim) } else { considerClaim(&out) }
+            if ownerLive {
+                claimPending = false
+                bump(.claim)
+                sighted(now: now, unixNow: unixNow, &out)   // a weaker report (an unreachable owner) starts the window
+            } else {
+                considerClaim(&out)
+            }
         case .releasing, .listening:
             break
         }
@@ -350,7 +416,7 @@ public struct OwnershipMachine: Sendable {
     private mutating func sighted(now: ContinuousClock.Instant, unixNow: Int64, _ out: inout [OwnershipAction]) {
         guard let rssi else { return }
         switch state {
-        case .owned where !listeningWhileOwned:
+        case .owned where !listeningWhileOwned && !unreachable:
             guard let record, record.bridge == id, abs(rssi - record.rssi) >= Self.refreshMargin,
                   lastPublish.map({ now - $0 >= Self.refreshInterval }) ?? true else { break }
             publishRecord(rssi: rssi, since: record.since, now: now, &out)
@@ -359,7 +425,7 @@ public struct OwnershipMachine: Sendable {
                 considerClaim(&out)
                 break
             }
-            if rssi >= record.rssi + Self.handoverMargin {
+            if hasRoom, rssi >= record.rssi + Self.handoverMargin {
                 if strongerSince == nil {
                     strongerSince = now
                     arm(.handover, after: handoverAfter, &out)
@@ -373,9 +439,15 @@ public struct OwnershipMachine: Sendable {
         }
     }
 
+    /// The device became this bridge's: a link not up by `unreachableAfter` makes the owner say it cannot reach it.
+    private mutating func owned(_ out: inout [OwnershipAction]) {
+        unreachable = false
+        if linkUp { bump(.unreachable) } else { arm(.unreachable, after: unreachableAfter, &out) }
+    }
+
     /// Arms a claim when nobody live owns the device and this bridge sees it.
     private mutating func considerClaim(_ out: inout [OwnershipAction]) {
-        guard state == .idle, brokerUp, !ownerLive, !claimPending, let rssi else { return }
+        guard state == .idle, brokerUp, hasRoom, !ownerLive, !claimPending, let rssi else { return }
         claimPending = true
         arm(.claim, after: Self.claimDelay(rssi: rssi), &out)
     }

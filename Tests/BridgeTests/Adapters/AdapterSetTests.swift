@@ -47,6 +47,25 @@ import Testing
         #expect(set.placed == ["d1": "hci0", "d2": "hci0"])
     }
 
+    /// Fleet: a bridge claims a device only when it would get a slot for it; the devices it only listens for do not
+    /// count, one already holding a slot has room where it is, and a pinned device only counts its own adapter.
+    @Test func roomForADeviceCountsOnlyTheDevicesThatConnect() throws {
+        var set = AdapterSet(settings: BluetoothSettings(adapters: [AdapterSetting(name: "hci0", maxConnections: 1),
+                                                                    AdapterSetting(name: "hci1", maxConnections: 1)]),
+                             window: .seconds(60))
+        set.update([adapter("hci0"), adapter("hci1", powered: false)])
+        let devices = [try device(1), try device(2), try device(3, adapter: "hci1")]
+        set.watch(devices)
+        _ = set.place(devices, listeningOnly: ["d2", "d3"])         // d1 owned: it takes hci0's one slot
+        #expect(set.hasRoom(for: devices[0], listeningOnly: ["d2", "d3"]))
+        #expect(!set.hasRoom(for: devices[1], listeningOnly: ["d2", "d3"]))   // hci1 is off, hci0 full
+        #expect(!set.hasRoom(for: devices[2], listeningOnly: ["d2", "d3"]))   // pinned to the powered-off hci1
+        #expect(set.hasRoom(for: devices[1], listeningOnly: ["d1", "d2", "d3"]))   // d1 given up: the slot is free
+        set.update([adapter("hci0"), adapter("hci1")])
+        #expect(set.hasRoom(for: devices[1], listeningOnly: ["d2", "d3"]))
+        #expect(set.hasRoom(for: devices[2], listeningOnly: ["d2", "d3"]))
+    }
+
     @Test func aPoweredOffAdapterLosesItsOfflineAndOnlineDevices() throws {
         var set = AdapterSet(settings: BluetoothSettings(), window: .seconds(60))
         set.update([adapter("hci0"), adapter("hci1")])

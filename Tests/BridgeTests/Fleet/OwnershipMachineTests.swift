@@ -200,4 +200,72 @@ import Testing
         #expect(h.send(stale) == [])
         #expect(h.state == .listening)
     }
+
+    // MARK: - Room and reach
+
+    @Test func aBridgeWithoutRoomDoesNotClaimUntilASlotFrees() {
+        var h = OwnershipHarness(id: "a")
+        h.send(.room(false))
+        h.connect(rssi: -50)
+        #expect(!h.isArmed(.claim))
+        h.send(.sighting(-52))
+        #expect(!h.isArmed(.claim))
+        h.send(.room(true))
+        #expect(h.fire(.claim)?.first == .publishOwner(OwnerRecord(bridge: "a", rssi: -52, since: h.unixNow)))
+    }
+
+    @Test func losingRoomCancelsAPendingClaimAndAHandoverWindow() {
+        var h = OwnershipHarness(id: "a")
+        h.connect(rssi: -50)
+        let claim = h.take(.claim)!
+        h.send(.room(false))
+        #expect(h.send(claim) == [])
+        var g = OwnershipHarness(id: "a")
+        g.connect(record: b, rssi: -50)                           // 20 dB over b's report: the window runs
+        let window = g.take(.handover)!
+        g.send(.room(false))
+        #expect(g.send(window) == [])
+        g.send(.sighting(-49))
+        #expect(!g.isArmed(.handover))                            // no window without room
+    }
+
+    @Test func anOwnerThatCannotReachItsDeviceReportsNoSignal() {
+        var h = OwnershipHarness(id: "a")
+        h.connect(rssi: -60)
+        h.claimAndOwn()
+        #expect(h.isArmed(.unreachable))
+        let since = h.published().last!.since
+        #expect(h.fire(.unreachable) == [.publishOwner(OwnerRecord(bridge: "a", rssi: OwnershipMachine.unknownRSSI,
+                                                                   since: since))])
+        #expect(h.machine.unreachable)
+        h.advance(.seconds(10))
+        #expect(h.send(.sighting(-40)) == [])                     // what it hears does not count while it cannot connect
+        // Any bridge that hears the device is stronger now: its request is granted.
+        #expect(h.send(.handoverRequested(by: "b", rssi: -95)) == [.own(false)])
+    }
+
+    @Test func anOwnerOnlineAgainReportsItsSignal() {
+        var h = OwnershipHarness(id: "a")
+        h.connect(rssi: -60)
+        h.claimAndOwn()
+        h.fire(.unreachable)
+        h.send(.sighting(-58))
+        #expect(h.send(.link(up: true)) == [.publishOwner(OwnerRecord(bridge: "a", rssi: -58,
+                                                                      since: h.published().first!.since))])
+        #expect(!h.machine.unreachable)
+        #expect(h.send(.handoverRequested(by: "b", rssi: -55)).first != .own(false))
+    }
+
+    @Test func anOwnerWhoseLinkCameUpInTimeStaysReachable() {
+        var h = OwnershipHarness(id: "a")
+        h.connect(rssi: -60)
+        h.claimAndOwn()
+        let stale = h.take(.unreachable)!
+        h.send(.link(up: true))
+        #expect(h.send(stale) == [])
+        h.send(.link(up: false))                                  // a later link loss starts a new window
+        #expect(h.isArmed(.unreachable))
+        #expect(h.fire(.unreachable)?.first == .publishOwner(OwnerRecord(bridge: "a", rssi: OwnershipMachine.unknownRSSI,
+                                                                         since: h.published().first!.since)))
+    }
 }

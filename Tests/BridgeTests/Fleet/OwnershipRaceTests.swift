@@ -200,4 +200,26 @@ import Testing
         for id in ["a", "b", "c"] { f.fire(id, .settle) }
         #expect(f.owners == ["a"])
     }
+
+    /// An owner whose adapter cannot connect the device (wedged, full) while another bridge hears it: after the
+    /// unreachable window and the usual hysteresis, the other bridge asks and gets it; then it stays there.
+    @Test func anUnreachableOwnerHandsTheDeviceToABridgeThatHearsIt() {
+        var f = fleet(["a": -60, "b": -85])
+        f.fire("a", .claim)
+        f.fire("a", .settle)
+        #expect(f.owners == ["a"])
+        f.fire("b", .handover)                                    // nothing armed: b is 25 dB weaker
+        #expect(f.owners == ["a"])
+        f.fire("a", .unreachable)
+        #expect(f.retained?.rssi == OwnershipMachine.unknownRSSI)
+        #expect(f.bridges["b"]!.isArmed(.handover))               // the weaker report starts b's window at once
+        f.fire("b", .handover)
+        #expect(f.owners == ["b"])
+        #expect(f.retained?.bridge == "b")
+        f.send("b", .link(up: true))
+        f.send("a", .unseen)                                      // a's wedged radio has stopped hearing it too
+        f.fire("a", .handover)
+        #expect(f.owners == ["b"])
+        #expect(f.retained == OwnerRecord(bridge: "b", rssi: -85, since: f.retained!.since))
+    }
 }
