@@ -14,16 +14,25 @@ from test_fleet import SERIAL, STRAP, Fleet, serial_device, strap_device, wait_s
 UNREACHABLE_AFTER = 3       # seconds; default 60 (README: test-only lowering, like handover_after)
 
 
-def test_an_owner_that_cannot_reach_its_device_hands_it_over(bench, run_gattbridge, peripheral, mosquitto, mqtt,
-                                                            wait_until, tmp_path):
+def strap_owned_by_a(bench, run_gattbridge, peripheral, mosquitto, mqtt, wait_until, tmp_path, devices,
+                     rssi: tuple[int, int], **settings) -> Fleet:
+    """Two bridges, the strap heard by a and b at `rssi`, and online through a."""
     peripheral("heart_rate", STRAP, rate=5)
-    fleet = Fleet(bench, run_gattbridge, mosquitto, tmp_path, [strap_device()], 2)
-    fleet.bridge_settings = {"unreachable_after": UNREACHABLE_AFTER}
-    fleet.rssi("a", STRAP, -50)
-    fleet.rssi("b", STRAP, -70)
+    fleet = Fleet(bench, run_gattbridge, mosquitto, tmp_path, devices, 2)
+    for key, value in settings.items():
+        setattr(fleet, key, value)
+    fleet.rssi("a", STRAP, rssi[0])
+    fleet.rssi("b", STRAP, rssi[1])
     fleet.start_all()
     assert wait_single_owner(mqtt, fleet, wait_until, "strap", expected="a") == "a"
     mqtt.wait_for(fleet.topic("strap", "availability"), "online", 20)
+    return fleet
+
+
+def test_an_owner_that_cannot_reach_its_device_hands_it_over(bench, run_gattbridge, peripheral, mosquitto, mqtt,
+                                                            wait_until, tmp_path):
+    fleet = strap_owned_by_a(bench, run_gattbridge, peripheral, mosquitto, mqtt, wait_until, tmp_path,
+                             [strap_device()], (-50, -70), bridge_settings={"unreachable_after": UNREACHABLE_AFTER})
 
     # a's only radio goes off: a stays live (its state online), so no will helps; b still hears the strap 20 dB
     # weaker than a reported.
@@ -41,14 +50,8 @@ def test_an_owner_that_cannot_reach_its_device_hands_it_over(bench, run_gattbrid
 
 def test_a_bridge_without_room_does_not_claim(bench, run_gattbridge, peripheral, mosquitto, mqtt, wait_until,
                                               tmp_path):
-    peripheral("heart_rate", STRAP, rate=5)
-    fleet = Fleet(bench, run_gattbridge, mosquitto, tmp_path, [strap_device(), serial_device()], 2)
-    fleet.max_connections = {"a": 1}
-    fleet.rssi("a", STRAP, -40)
-    fleet.rssi("b", STRAP, -80)
-    fleet.start_all()
-    assert wait_single_owner(mqtt, fleet, wait_until, "strap", expected="a") == "a"
-    mqtt.wait_for(fleet.topic("strap", "availability"), "online", 20)
+    fleet = strap_owned_by_a(bench, run_gattbridge, peripheral, mosquitto, mqtt, wait_until, tmp_path,
+                             [strap_device(), serial_device()], (-40, -80), max_connections={"a": 1})
 
     # The serial module appears where a hears it far better; but a's one slot is taken: b, which can connect, must
     # take it, and a must not even claim it.

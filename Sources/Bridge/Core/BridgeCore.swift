@@ -170,6 +170,7 @@ public actor BridgeCore {
             logger.notice("\(owned ? "owning" : "giving up") device \(name)")
             session.send(.machine(.ownership(owned)))
             host.emit(.ownership(session.config, owned: owned))
+            board.touch()       // the STATUS= line counts owned devices
             placeDevices()      // an owned device takes a connection slot; one given up frees it
         }
     }
@@ -179,10 +180,12 @@ public actor BridgeCore {
     public struct Snapshot: Sendable {
         public var devicesOnline: Int
         public var devices: Int
+        /// In a fleet, the devices this bridge owns (the others are online, if at all, through another bridge).
+        public var owned: Int? = nil
     }
 
     public nonisolated func snapshot() -> Snapshot {
-        board.snapshot()
+        board.snapshot(ownership: ownership)
     }
 
     /// A turn of the core's executor, for the watchdog: if this returns, the actor is not stuck.
@@ -381,9 +384,11 @@ final class AvailabilityBoard: Sendable {
 
     func touch() { changed() }
 
-    func snapshot() -> BridgeCore.Snapshot {
+    /// In a fleet, `owned` counts the saved devices this bridge owns.
+    func snapshot(ownership: OwnershipBoard) -> BridgeCore.Snapshot {
         online.withLock { map in
-            BridgeCore.Snapshot(devicesOnline: map.values.filter { $0 }.count, devices: map.count)
+            BridgeCore.Snapshot(devicesOnline: map.values.filter { $0 }.count, devices: map.count,
+                                owned: ownership.isFleet ? map.keys.filter(ownership.owns).count : nil)
         }
     }
 }

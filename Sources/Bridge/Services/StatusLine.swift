@@ -6,21 +6,28 @@ public struct StatusLine: Sendable, Equatable {
     public var bluezAvailable: Bool
     public var devicesOnline: Int
     public var devices: Int
+    /// In a fleet, how many devices this bridge owns: only those it can have online.
+    public var owned: Int?
     public var reloadFailure: String?
 
-    public init(mqttConnected: Bool, bluezAvailable: Bool, devicesOnline: Int, devices: Int,
+    public init(mqttConnected: Bool, bluezAvailable: Bool, devicesOnline: Int, devices: Int, owned: Int? = nil,
                 reloadFailure: String? = nil) {
         self.mqttConnected = mqttConnected
         self.bluezAvailable = bluezAvailable
         self.devicesOnline = devicesOnline
         self.devices = devices
+        self.owned = owned
         self.reloadFailure = reloadFailure
     }
 
     public var text: String {
         var parts = [mqttConnected ? "mqtt connected" : "mqtt disconnected"]
         if !bluezAvailable { parts.append("bluetoothd unavailable") }
-        parts.append("\(devicesOnline)/\(devices) devices online")
+        if let owned {
+            parts.append("\(devicesOnline)/\(owned) owned devices online (\(devices) saved)")
+        } else {
+            parts.append("\(devicesOnline)/\(devices) devices online")
+        }
         if let reloadFailure { parts.append("reload failed, old config kept: \(reloadFailure)") }
         return parts.joined(separator: "; ")
     }

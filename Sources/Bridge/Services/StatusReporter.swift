@@ -25,9 +25,10 @@ actor StatusReporter {
 
     func refresh() async {
         let snapshot = core.snapshot()
-        if snapshot.devices > 0, snapshot.devicesOnline == snapshot.devices { allOnline() }
+        let expected = snapshot.owned ?? snapshot.devices
+        if expected > 0, snapshot.devicesOnline == expected { allOnline() }
         let line = StatusLine(mqttConnected: mqtt.client.isConnected, bluezAvailable: await bluez.isAvailable,
-                              devicesOnline: snapshot.devicesOnline, devices: snapshot.devices,
+                              devicesOnline: snapshot.devicesOnline, devices: snapshot.devices, owned: snapshot.owned,
                               reloadFailure: reloadFailure).text
         guard line != last else { return }
         last = line

@@ -18,4 +18,10 @@ import Testing
         #expect(line.text == "mqtt connected; 1/1 devices online; reload failed, old config kept: "
                 + "/etc/gattbridge/config.yaml:3:1: unknown key \"x\"")
     }
+
+    /// A fleet member can only have its own devices online; counting the others would read as an outage.
+    @Test func aFleetMemberCountsTheDevicesItOwns() {
+        let line = StatusLine(mqttConnected: true, bluezAvailable: true, devicesOnline: 1, devices: 3, owned: 2)
+        #expect(line.text == "mqtt connected; 1/2 owned devices online (3 saved)")
+    }
 }
