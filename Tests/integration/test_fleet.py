@@ -2,7 +2,9 @@
 BlueZoo, so all of them hear the same peripherals; the bench's per-adapter RSSI control (bluezoo_patched.py) says
 how well. Every device must end with exactly one owner, values must not be published twice, a SIGKILLed owner's
 devices come back through another bridge within 30 s, a moved peripheral is handed over once, without flapping
-under ±5 dB of noise, and a broker restart in the middle of a handover still ends with one owner.
+under ±5 dB of noise, and a broker restart in the middle of a handover still ends with one owner. The bridge API
+answers a shared request once, applies a device added on the shared topic on every bridge, and answers a bridge's own
+requests from that bridge alone.
 
 Which bridge believes it owns what is read from each bridge's log ("owning device X" / "giving up device X"), the
 only place that says it; the retained `B/D/owner` record says what the fleet agreed on.
@@ -58,6 +60,7 @@ class Fleet:
                           if id in self.max_connections else {"adapter": self.adapters[id]}),
             "homeassistant": {"enabled": False},
             "bridge": {"id": id, "handover_after": HANDOVER_AFTER, **self.bridge_settings},
+            "state_dir": str(self.tmp_path / f"state-{id}"),
             "devices": self.devices,
         }
         path = self.tmp_path / f"bridge-{id}.yaml"
@@ -239,3 +242,70 @@ def test_a_broker_restart_during_a_handover_ends_with_one_owner(bench, run_gattb
     mqtt.wait_for(fleet.topic("strap", "availability"), "online", 30)
     assert fleet.owners("strap") == [owner]
     assert owner_of(mqtt, fleet, "strap") == owner
+
+
+def fleet_request(mqtt, fleet: Fleet, verb: str, body: dict = None, bridge: str = None) -> str:
+    """Publishes a request (shared, or to `bridge`'s own topic) with a fresh transaction; returns the transaction."""
+    transaction = f"t-{time.monotonic_ns()}"
+    levels = ("bridge", bridge, "request", verb) if bridge else ("bridge", "request", verb)
+    mqtt.publish(fleet.topic(*levels), json.dumps({**(body or {}), "transaction": transaction}))
+    return transaction
+
+
+def answers(mqtt, fleet: Fleet, verb: str, transaction: str, bridge: str = None, since: int = 0) -> list[dict]:
+    levels = ("bridge", bridge, "response", verb) if bridge else ("bridge", "response", verb)
+    return [m.json() for m in mqtt.received(fleet.topic(*levels), since) if m.json().get("transaction") == transaction]
+
+
+def the_one_answer(mqtt, fleet: Fleet, wait_until, verb: str, transaction: str, since: int) -> dict:
+    """Waits for the answer to a shared request, then for every bridge's answer to a later request of its own: each
+    bridge serves its requests in order, so a second answer to the shared one would have come before those."""
+    wait_until(lambda: answers(mqtt, fleet, verb, transaction, since=since), 20, f"no answer to the shared {verb}")
+    markers = {id: fleet_request(mqtt, fleet, "health", bridge=id) for id in fleet.ids}
+    for id, marker in markers.items():
+        wait_until(lambda: answers(mqtt, fleet, "health", marker, bridge=id, since=since), 10, f"{id}: no health")
+        assert answers(mqtt, fleet, "health", marker, bridge=id, since=since)[0]["data"]["bridge"] == id
+    assert not mqtt.received(fleet.topic("bridge", "response", "health"), since), "own requests answered as shared"
+    found = answers(mqtt, fleet, verb, transaction, since=since)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_the_bridge_api_answers_once_per_fleet_and_adds_devices_on_every_bridge(
+        bench, run_gattbridge, peripheral, mosquitto, mqtt, wait_until, tmp_path):
+    peripheral("heart_rate", STRAP, rate=2)
+    fleet = Fleet(bench, run_gattbridge, mosquitto, tmp_path, [], 2)
+    # b hears the strap best: the owner is not the coordinator (a, the lowest id).
+    fleet.rssi("a", STRAP, -75)
+    fleet.rssi("b", STRAP, -50)
+    fleet.start_all()
+    for id in fleet.ids:
+        mqtt.wait_for(fleet.topic("bridge", id, "info"), lambda m: m.json().get("bridge") == id, 15)
+    # The shared info comes from the coordinator once it has heard the fleet's states.
+    mqtt.wait_for(fleet.topic("bridge", "info"), lambda m: m.json().get("bridge") == "a", 15)
+
+    mark = mqtt.mark()
+    listing = the_one_answer(mqtt, fleet, wait_until, "devices", fleet_request(mqtt, fleet, "devices"), mark)
+    assert listing["status"] == "ok" and listing["data"] == [], listing
+
+    mark = mqtt.mark()
+    added = the_one_answer(mqtt, fleet, wait_until, "device/add",
+                           fleet_request(mqtt, fleet, "device/add", strap_device()), mark)
+    assert added["status"] == "ok", added
+    for id in fleet.ids:
+        assert (tmp_path / f"state-{id}" / "devices.d" / "strap.yaml").exists(), f"{id} did not save the device"
+    assert wait_single_owner(mqtt, fleet, wait_until, "strap", expected="b") == "b"
+    mqtt.wait_for(fleet.topic("strap", "availability"), "online", 20, since=mark)
+
+    def online_through_b(m) -> bool:
+        devices = m.json()
+        return [(d["name"], d["owner"], d["state"]) for d in devices] == [("strap", "b", "online")]
+    # Every bridge's own view, and the shared one the coordinator writes, say the same.
+    for id in fleet.ids:
+        mqtt.wait_for(fleet.topic("bridge", id, "devices"), online_through_b, 15, since=mark)
+    mqtt.wait_for(fleet.topic("bridge", "devices"), online_through_b, 15, since=mark)
+    # The connected event may follow the availability: waited for, then counted.
+    connected = {"type": "connected", "device": "strap"}
+    mqtt.wait_for(fleet.topic("bridge", "event"), lambda m: m.json() == connected, 10, since=mark)
+    events = [json.loads(m.text) for m in mqtt.received(fleet.topic("bridge", "event"), mark)]
+    assert [e for e in events if e.get("type") == "connected"] == [connected], events

@@ -20,9 +20,11 @@ public struct FeatureContext: Sendable {
         host.link.publish(message)
     }
 
-    /// Subscribes on the current client and on any client a reload swaps in.
-    public func subscribe(_ filter: String) {
-        host.subscribe(filter, feature: id)
+    /// Subscribes on the current client and on any client a reload swaps in. `retained`: the filter's topics carry
+    /// retained state, which this feature gets even when another feature subscribed the filter first (see
+    /// `FeatureHost.subscribe`); every feature that shares such a filter must say so.
+    public func subscribe(_ filter: String, retained: Bool = false) {
+        host.subscribe(filter, feature: id, retained: retained)
     }
 
     public func unsubscribe(_ filter: String) {

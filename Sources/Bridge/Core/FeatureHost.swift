@@ -27,7 +27,15 @@ final class FeatureHost: Sendable {
     private struct State {
         var outlets: [AsyncStream<CoreEvent>.Continuation] = []
         var filters: [(filter: String, feature: Int)] = []
+        /// Filters whose topics carry retained state (subscribed with `retained: true`), and the last message seen on
+        /// each of their topics. Two features may want the same such filter (the fleet's `B/+/owner`): the second
+        /// must not SUBSCRIBE again, since the broker would replay every retained message to the client and the
+        /// first feature would take the replay for news; it gets these copies instead.
+        var stateFilters: Set<String> = []
+        var latest: [String: MQTTMessage] = [:]
     }
+    /// At most this many topics are kept for `latest` (they come from anyone who may publish under the filters).
+    static let maxLatest = 10_000
     private let state = Mutex(State())
 
     init(link: any BrokerLink) {
@@ -52,17 +60,38 @@ final class FeatureHost: Sendable {
     /// Hands a broker message to every feature with a matching filter; false when none has one.
     func route(_ message: MQTTMessage) -> Bool {
         let (outlets, targets) = state.withLock { state in
-            (state.outlets, Set(state.filters.filter { MQTTTopic.matches(filter: $0.filter, topic: message.topic) }
+            if state.stateFilters.contains(where: { MQTTTopic.matches(filter: $0, topic: message.topic) }) {
+                if message.payload.isEmpty {
+                    state.latest[message.topic] = nil
+                } else if state.latest[message.topic] != nil || state.latest.count < Self.maxLatest {
+                    state.latest[message.topic] = message
+                }
+            }
+            return (state.outlets, Set(state.filters.filter { MQTTTopic.matches(filter: $0.filter, topic: message.topic) }
                 .map(\.feature)))
         }
         for id in targets.sorted() { outlets[id].yield(.message(message)) }
         return !targets.isEmpty
     }
 
-    func subscribe(_ filter: String, feature: Int) {
+    /// With `retained`, a feature that joins a filter another one already holds gets the last message of each of
+    /// its topics at once, marked retained as the broker's replay would be. Those copies are yielded under the lock,
+    /// so a newer message routed meanwhile cannot overtake them.
+    func subscribe(_ filter: String, feature: Int, retained: Bool = false) {
         let isNew = state.withLock { state in
             let isNew = !state.filters.contains { $0.filter == filter }
-            if !state.filters.contains(where: { $0 == (filter, feature) }) { state.filters.append((filter, feature)) }
+            let joins = !state.filters.contains(where: { $0 == (filter, feature) })
+            if joins { state.filters.append((filter, feature)) }
+            if retained {
+                if !isNew, joins, state.stateFilters.contains(filter) {
+                    for var message in state.latest.values.sorted(by: { $0.topic < $1.topic })
+                    where MQTTTopic.matches(filter: filter, topic: message.topic) {
+                        message.retain = true
+                        state.outlets[feature].yield(.message(message))
+                    }
+                }
+                state.stateFilters.insert(filter)
+            }
             return isNew
         }
         if isNew { link.subscribe(filter) }
@@ -71,7 +100,14 @@ final class FeatureHost: Sendable {
     func unsubscribe(_ filter: String, feature: Int) {
         let isLast = state.withLock { state in
             state.filters.removeAll { $0 == (filter, feature) }
-            return !state.filters.contains { $0.filter == filter }
+            let isLast = !state.filters.contains { $0.filter == filter }
+            if isLast, state.stateFilters.remove(filter) != nil {
+                let kept = state.stateFilters
+                state.latest = state.latest.filter { topic, _ in
+                    kept.contains { MQTTTopic.matches(filter: $0, topic: topic) }
+                }
+            }
+            return isLast
         }
         if isLast { link.unsubscribe(filter) }
     }

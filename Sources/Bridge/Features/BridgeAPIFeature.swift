@@ -12,6 +12,11 @@ import MQTT
 ///
 /// A device's `state` in `B/bridge/devices`: `online` while its availability is online; `offline` once it reported a
 /// disconnection or error since it was last online; `connecting` before either (just started or added).
+///
+/// In a fleet (SPEC §10, config `bridge:`) every bridge receives every shared request and writes nothing shared
+/// unless the `FleetDirectory` says it is the one: the shared requests get one answer, the shared retained topics
+/// one writer. Each bridge also serves `B/bridge/<id>/request/<verb>` (answered on `B/bridge/<id>/response/<verb>`)
+/// and keeps its own view on `B/bridge/<id>/devices` and `B/bridge/<id>/info`.
 struct BridgeAPIFeature: BridgeFeature {
     let version: String
     let started: ContinuousClock.Instant
@@ -22,37 +27,69 @@ struct BridgeAPIFeature: BridgeFeature {
     /// At most this many scans and inspections at once; more are refused rather than queued without bound.
     static let maxLongRequests = 4
     static let inspectTimeout: Duration = .seconds(20)
+    /// Fleet: after a broker (re)connect, how long the retained bridge states have to arrive before this bridge may
+    /// take itself for the coordinator; the ownership machine waits as long before claiming, for the same reason.
+    static let listenTime = OwnershipMachine.listenTime
+    /// Fleet: shared requests that arrive before that are held, at most this many.
+    static let maxHeld = 64
+
+    private enum Input: Sendable {
+        case event(CoreEvent)
+        /// A scan or inspection finished.
+        case longDone
+        /// The listen time after a broker connect (or after joining a fleet) with this token ended.
+        case settle(UInt64)
+    }
+
+    /// A scan or inspection to run on a child task, and where its answer goes.
+    private struct LongRequest: Sendable {
+        let request: BridgeRequest
+        let message: MQTTMessage
+        let responseTopic: String
+    }
 
     func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
         var state = APIState()
         var longRequests = 0
         var sequence = 0
-        let (finished, finish) = AsyncStream.makeStream(of: Void.self)
-        let (inputs, input) = AsyncStream.makeStream(of: CoreEvent?.self)
+        let (inputs, input) = AsyncStream.makeStream(of: Input.self)
         await withDiscardingTaskGroup { group in
             group.addTask {
-                for await event in events { input.yield(event) }
+                for await event in events { input.yield(.event(event)) }
                 input.finish()
             }
-            group.addTask {
-                for await _ in finished { input.yield(nil) }
-            }
-            for await event in inputs {
-                guard let event else {
+            for await next in inputs {
+                var received: [(MQTTMessage, verb: String, shared: Bool)] = []
+                var listen = false
+                switch next {
+                case .longDone:
                     longRequests -= 1
-                    continue
-                }
-                switch event {
-                case .configApplied(_, let config):
-                    await configure(config, state: &state, context: context)
-                case .brokerConnected:
+                case .settle(let token):
+                    guard token == state.settleToken, state.fleet != nil else { break }
+                    state.fleet?.settle()
+                    await refreshShared(state: &state, context: context)
+                    let held = state.held
+                    state.held = []
+                    for message in held {
+                        if let (verb, shared) = state.verb(of: message.topic) { received.append((message, verb, shared)) }
+                    }
+                case .event(.configApplied(_, let config)):
+                    listen = await configure(config, state: &state, context: context)
+                case .event(.brokerConnected):
                     state.lastDevices = nil
+                    state.lastOwnDevices = nil
+                    if state.fleet != nil {
+                        // The retained states come again; until they did, this bridge speaks only for itself.
+                        state.fleet?.unsettle()
+                        state.sharedPublished = false
+                        listen = true
+                    }
                     await publishInfo(state: state, context: context)
                     await publishDevices(state: &state, context: context)
-                case .availability(let device, let online):
+                case .event(.availability(let device, let online)):
                     state.states[device.name] = online ? .online : (state.states[device.name] == .online ? .offline : state.states[device.name] ?? .connecting)
                     await publishDevices(state: &state, context: context)
-                case .deviceEvent(let device, let event):
+                case .event(.deviceEvent(let device, let event)):
                     switch event {
                     case .disconnected, .error:
                         state.states[device.name] = .offline
@@ -60,54 +97,111 @@ struct BridgeAPIFeature: BridgeFeature {
                         break
                     }
                     await publishDevices(state: &state, context: context)
-                case .deviceRemoved(let device, _):
+                case .event(.deviceRemoved(let device, _)):
                     state.states[device.name] = nil
-                case .adapters(let statuses, let placement):
+                case .event(.ownership(let device, let owned)):
+                    guard state.fleet != nil else { break }
+                    state.fleet?.setOwned(device.topicLevel, owned)
+                    await publishDevices(state: &state, context: context)
+                case .event(.adapters(let statuses, let placement)):
                     let namesChanged = statuses.map(\.name) != state.adapters?.map(\.name)
                     state.adapters = statuses
                     state.placement = placement
                     if namesChanged { await publishInfo(state: state, context: context) }
                     await publishDevices(state: &state, context: context)
-                case .message(let message):
-                    guard let verb = state.verb(of: message.topic) else { break }
-                    if message.retain {
-                        // A retained request would run again at every restart and reconnect.
-                        logger.warning("retained bridge request on \(message.topic) ignored")
-                        break
+                case .event(.message(let message)):
+                    if let (verb, shared) = state.verb(of: message.topic) {
+                        received.append((message, verb, shared))
+                    } else if await fleetFact(message, state: &state) {
+                        await refreshShared(state: &state, context: context)
+                        await publishDevices(state: &state, context: context)
                     }
-                    switch BridgeRequest.parse(verb: verb, payload: message.payload) {
-                    case .failure(let failure):
-                        answer(message, verb: verb, BridgeResponse.error(failure.message, transaction: failure.transaction),
-                               state: state, context: context)
-                    case .success(let request):
-                        switch request.parameters {
-                        case .scan, .address:
-                            guard longRequests < Self.maxLongRequests else {
-                                answer(message, verb: verb, BridgeResponse.error("busy: \(Self.maxLongRequests) scans or inspections are running", transaction: request.transaction), state: state, context: context)
-                                break
-                            }
-                            longRequests += 1
-                            sequence += 1
-                            let requester = "bridge-api/\(request.verb.rawValue)/\(sequence)"
-                            let config = state.config
-                            group.addTask {
-                                let response = await long(request, requester: requester, config: config)
-                                answer(message, verb: verb, response, state: APIState(config: config), context: context)
-                                finish.yield()
-                            }
-                        default:
-                            let response = await serve(request, state: &state, context: context)
-                            answer(message, verb: verb, response, state: state, context: context)
-                        }
-                    }
-                case .stopping:
-                    finish.finish()
+                case .event(.stopping):
                     group.cancelAll()
-                default:
+                case .event:
                     break
                 }
+                if listen {
+                    state.settleToken &+= 1
+                    let token = state.settleToken
+                    group.addTask {
+                        try? await Task.sleep(for: Self.listenTime)
+                        input.yield(.settle(token))
+                    }
+                }
+                for (message, verb, shared) in received {
+                    guard let long = await receive(message, verb: verb, shared: shared, state: &state,
+                                                   longRequests: longRequests, context: context) else { continue }
+                    longRequests += 1
+                    sequence += 1
+                    let requester = "bridge-api/\(long.request.verb.rawValue)/\(sequence)"
+                    let config = state.config
+                    group.addTask {
+                        let response = await self.long(long.request, requester: requester, config: config)
+                        answer(long.message, on: long.responseTopic, response, context: context)
+                        input.yield(.longDone)
+                    }
+                }
             }
-            finish.finish()
+        }
+    }
+
+    /// One request off the broker: held (a shared one in a fleet that has not settled), left to another bridge of
+    /// the fleet, served and answered here, or returned to run on a child task.
+    private func receive(_ message: MQTTMessage, verb: String, shared: Bool, state: inout APIState,
+                         longRequests: Int, context: FeatureContext) async -> LongRequest? {
+        if message.retain {
+            // A retained request would run again at every restart and reconnect.
+            logger.warning("retained bridge request on \(message.topic) ignored")
+            return nil
+        }
+        guard let responseTopic = state.responseTopic(verb, shared: shared) else { return nil }
+        let parsed = BridgeRequest.parse(verb: verb, payload: message.payload)
+        var route = FleetDirectory.Route.answer
+        if shared, let fleet = state.fleet {
+            guard fleet.settled else {
+                if state.held.count < Self.maxHeld {
+                    state.held.append(message)
+                } else {
+                    logger.warning("bridge request on \(message.topic) dropped: the fleet's bridge states have not arrived yet")
+                }
+                return nil
+            }
+            let request = try? parsed.get()
+            var level: String?
+            if case .address(let address)? = request?.parameters {
+                level = state.config?.devices.first(where: { $0.address == address })?.topicLevel
+            }
+            route = fleet.route(request?.verb, inspecting: level)
+        }
+        switch (parsed, route) {
+        case (_, .ignore):
+            return nil
+        case (.failure(let failure), _):
+            if route == .answer {
+                answer(message, on: responseTopic, BridgeResponse.error(failure.message, transaction: failure.transaction),
+                       context: context)
+            }
+            return nil
+        case (.success(let request), _):
+            switch request.parameters {
+            case .scan, .address:
+                guard longRequests < Self.maxLongRequests else {
+                    answer(message, on: responseTopic, BridgeResponse.error("busy: \(Self.maxLongRequests) scans or inspections are running", transaction: request.transaction), context: context)
+                    return nil
+                }
+                return LongRequest(request: request, message: message, responseTopic: responseTopic)
+            default:
+                let response = await serve(request, state: &state, context: context)
+                if route == .answer {
+                    answer(message, on: responseTopic, response, context: context)
+                } else {
+                    // Another bridge of the fleet answers; this one's outcome goes to its log.
+                    let outcome = try? JSONValue.parse(response)
+                    logger.notice("fleet request \(request.verb.rawValue) applied here: \(outcome?["error"]?.stringValue ?? "ok")")
+                }
+                return nil
+            }
         }
     }
 
@@ -201,13 +295,12 @@ struct BridgeAPIFeature: BridgeFeature {
         }
     }
 
-    /// On `B/bridge/response/<verb>`, and on the request's MQTT 5 Response Topic with its Correlation Data.
-    private func answer(_ request: MQTTMessage, verb: String, _ payload: String, state: APIState,
-                        context: FeatureContext) {
-        guard let topics = state.topics else { return }
-        context.publish(topics.base + "/bridge/response/" + verb, payload, qos: 1, retain: false)
-        if let responseTopic = request.responseTopic, Self.isPublishable(responseTopic) {
-            var reply = MQTTMessage(topic: responseTopic, string: payload, qos: .atLeastOnce, retain: false)
+    /// On `responseTopic` (`B/bridge/response/<verb>`, or this bridge's own in a fleet), and on the request's MQTT 5
+    /// Response Topic with its Correlation Data.
+    private func answer(_ request: MQTTMessage, on responseTopic: String, _ payload: String, context: FeatureContext) {
+        context.publish(responseTopic, payload, qos: 1, retain: false)
+        if let topic = request.responseTopic, Self.isPublishable(topic) {
+            var reply = MQTTMessage(topic: topic, string: payload, qos: .atLeastOnce, retain: false)
             reply.correlationData = request.correlationData
             context.publish(reply)
         }
@@ -221,42 +314,134 @@ struct BridgeAPIFeature: BridgeFeature {
 
     // MARK: - Retained state
 
-    private func configure(_ config: BridgeConfig, state: inout APIState, context: FeatureContext) async {
+    /// True when this joined a fleet (or changed its id or base topic): its bridge states are to be listened for.
+    private func configure(_ config: BridgeConfig, state: inout APIState, context: FeatureContext) async -> Bool {
         let old = state.config
         state.config = config
-        let filter = BridgeTopics(base: config.mqtt.baseTopic).base + "/bridge/request/#"
-        let oldFilter = old.flatMap { $0.bridgeAPI ? $0.mqtt.baseTopic + "/bridge/request/#" : nil }
-        let newFilter = config.bridgeAPI ? filter : nil
-        if oldFilter != newFilter {
-            if let oldFilter { context.unsubscribe(oldFilter) }
-            if let newFilter { context.subscribe(newFilter) }
+        let filters = Self.filters(config)
+        if filters.map(\.filter) != state.filters.map(\.filter) {
+            for (filter, _) in state.filters { context.unsubscribe(filter) }
+            for (filter, retained) in filters { context.subscribe(filter, retained: retained) }
+            state.filters = filters
         }
         if let old, old.mqtt.baseTopic != config.mqtt.baseTopic {
             context.publish(old.mqtt.baseTopic + "/bridge/devices", "", qos: 1, retain: true)
             context.publish(old.mqtt.baseTopic + "/bridge/info", "", qos: 1, retain: true)
             state.lastDevices = nil
         }
+        var listen = false
+        let ownTopics = config.fleet.map { _ in BridgeTopics(base: config.mqtt.baseTopic, bridgeID: config.fleet?.id) }
+        if state.fleet?.id != config.fleet?.id || old?.mqtt.baseTopic != config.mqtt.baseTopic {
+            if let old, let oldID = old.fleet?.id {
+                // This bridge's own view under its old name or base topic would stay retained for good.
+                let oldTopics = BridgeTopics(base: old.mqtt.baseTopic, bridgeID: oldID)
+                if oldTopics != ownTopics {
+                    context.publish(oldTopics.bridgeOwn("devices"), "", qos: 1, retain: true)
+                    context.publish(oldTopics.bridgeOwn("info"), "", qos: 1, retain: true)
+                }
+            }
+            state.fleet = config.fleet.map { FleetDirectory(id: $0.id) }
+            state.sharedPublished = false
+            state.lastOwnDevices = nil
+            state.lastDevices = nil
+            listen = state.fleet != nil
+            if state.fleet == nil {
+                // Left the fleet: nothing holds shared requests any more.
+                state.held = []
+            }
+        }
         await publishInfo(state: state, context: context)
         await publishDevices(state: &state, context: context)
+        return listen
     }
 
+    /// The request topics (unless `bridge_api: false`) and, in a fleet, the retained facts the `FleetDirectory`
+    /// needs; `retained` marks the filters the `FleetFeature` holds too (see `FeatureContext.subscribe`).
+    static func filters(_ config: BridgeConfig) -> [(filter: String, retained: Bool)] {
+        let base = config.mqtt.baseTopic
+        var filters: [(filter: String, retained: Bool)] = []
+        if config.bridgeAPI { filters.append((base + "/bridge/request/#", false)) }
+        guard let fleet = config.fleet else { return filters }
+        let topics = BridgeTopics(base: base, bridgeID: fleet.id)
+        if config.bridgeAPI { filters.append((topics.bridgeOwn("request") + "/#", false)) }
+        filters.append((topics.ownerFilter, true))
+        filters.append((topics.bridgeStateFilter, true))
+        filters.append((base + "/+/availability", false))
+        return filters
+    }
+
+    /// Feeds a fleet fact (a bridge's state, a device's owner record or availability) to the directory; true when
+    /// it was one.
+    private func fleetFact(_ message: MQTTMessage, state: inout APIState) async -> Bool {
+        guard let config = state.config, state.fleet != nil else { return false }
+        let topics = BridgeTopics(base: config.mqtt.baseTopic, bridgeID: config.fleet?.id)
+        let text = message.payloadString
+        if let bridge = topics.parseBridgeState(message.topic) {
+            state.fleet?.bridgeState(bridge, online: text == "online")
+        } else if let level = topics.parseOwner(message.topic) {
+            state.fleet?.owner(level, FleetFeature.record(text)?.bridge)
+        } else if let level = Self.parseAvailability(topics, message.topic) {
+            state.fleet?.availability(level, online: text == "online" ? true : text == "offline" ? false : nil)
+        } else {
+            return false
+        }
+        return true
+    }
+
+    static func parseAvailability(_ topics: BridgeTopics, _ topic: String) -> String? {
+        guard topic.hasPrefix(topics.base + "/") else { return nil }
+        let levels = topic.dropFirst(topics.base.count + 1).split(separator: "/", omittingEmptySubsequences: false)
+        guard levels.count == 2, levels[1] == "availability", levels[0] != "bridge" else { return nil }
+        return String(levels[0])
+    }
+
+    /// Fleet: starts writing the shared topics when this bridge became the coordinator (they are written at once,
+    /// over whatever the previous one left), stops when it no longer is.
+    private func refreshShared(state: inout APIState, context: FeatureContext) async {
+        guard let fleet = state.fleet, fleet.isCoordinator != state.sharedPublished else { return }
+        state.sharedPublished = fleet.isCoordinator
+        if fleet.isCoordinator {
+            logger.notice("this bridge answers the fleet's shared bridge requests now (the live bridge with the lowest id)")
+            state.lastDevices = nil
+            await publishInfo(state: state, context: context)
+            await publishDevices(state: &state, context: context)
+        } else {
+            logger.notice("bridge \(fleet.coordinator) answers the fleet's shared bridge requests now")
+        }
+    }
+
+    /// Lone bridge: `B/bridge/info`. Fleet: `B/bridge/<id>/info`, and the shared one from the coordinator.
     private func publishInfo(state: APIState, context: FeatureContext) async {
         guard let config = state.config else { return }
         let adapters = await adapterNames(state).map { JSONValue.string($0) }
-        let info = JSONValue.object([
+        var members: [(String, JSONValue)] = [
             ("version", .string(version)),
             ("base_topic", .string(config.mqtt.baseTopic)),
             ("state_dir", .string(config.stateDir)),
             ("adapters", .array(adapters)),
-        ])
-        context.publish(config.mqtt.baseTopic + "/bridge/info", info.serialized, qos: 1, retain: true)
+        ]
+        guard let fleet = state.fleet else {
+            context.publish(config.mqtt.baseTopic + "/bridge/info", JSONValue.object(members).serialized, qos: 1, retain: true)
+            return
+        }
+        members.append(("bridge", .string(fleet.id)))
+        let text = JSONValue.object(members).serialized
+        context.publish(BridgeTopics(base: config.mqtt.baseTopic, bridgeID: fleet.id).bridgeOwn("info"), text, qos: 1,
+                        retain: true)
+        if state.sharedPublished { context.publish(config.mqtt.baseTopic + "/bridge/info", text, qos: 1, retain: true) }
     }
 
-    /// Republished only when the listing changed.
+    /// Republished only when the listing changed. Fleet: this bridge's own `B/bridge/<id>/devices`, and the shared
+    /// one while it is the coordinator.
     private func publishDevices(state: inout APIState, context: FeatureContext) async {
         guard let config = state.config else { return }
         let text = await devicesJSON(state).serialized
-        guard text != state.lastDevices else { return }
+        if let fleet = state.fleet, text != state.lastOwnDevices {
+            state.lastOwnDevices = text
+            context.publish(BridgeTopics(base: config.mqtt.baseTopic, bridgeID: fleet.id).bridgeOwn("devices"), text,
+                            qos: 1, retain: true)
+        }
+        guard state.fleet == nil || state.sharedPublished, text != state.lastDevices else { return }
         state.lastDevices = text
         context.publish(config.mqtt.baseTopic + "/bridge/devices", text, qos: 1, retain: true)
     }
@@ -264,7 +449,18 @@ struct BridgeAPIFeature: BridgeFeature {
     private func devicesJSON(_ state: APIState) async -> JSONValue {
         guard let config = state.config else { return .array([]) }
         let fallback = await adapterName(config)
-        return DeviceListing.json(config, states: state.states, adapter: { state.placement[$0.name] ?? $0.adapter ?? fallback })
+        let adapter = { (device: DeviceConfig) in state.placement[device.name] ?? device.adapter ?? fallback }
+        guard let fleet = state.fleet else {
+            return DeviceListing.json(config, states: state.states, adapter: adapter)
+        }
+        var states: [String: DeviceLinkState] = [:]
+        var owners: [String: String] = [:]
+        for device in config.devices {
+            let (owner, linkState) = fleet.listing(device.topicLevel, session: state.states[device.name])
+            states[device.name] = linkState
+            owners[device.name] = owner
+        }
+        return DeviceListing.json(config, states: states, adapter: adapter, owner: { owners[$0.name] })
     }
 
     /// The adapters the bridge uses (SPEC §8), once the core has said; BlueZ's list before that.
@@ -300,7 +496,7 @@ struct BridgeAPIFeature: BridgeFeature {
             ("devices", .object([("online", .int(online)), ("total", .int(total))])),
             ("buffer", .object([("queued", .int(client.offlineBufferCount)),
                                 ("dropped", .int(client.droppedWhileOffline))])),
-        ])
+        ] + (state.fleet.map { [("bridge", JSONValue.string($0.id))] } ?? []))
     }
 }
 
@@ -308,18 +504,40 @@ struct BridgeAPIFeature: BridgeFeature {
 private struct APIState: Sendable {
     var config: BridgeConfig?
     var states: [String: DeviceLinkState] = [:]
+    /// The shared `B/bridge/devices` as last written; in a fleet nil while this bridge is not the coordinator.
     var lastDevices: String?
+    /// Fleet: this bridge's own `B/bridge/<id>/devices` as last written.
+    var lastOwnDevices: String?
     /// The adapters as the core last reported them (SPEC §8), and where each device is placed.
     var adapters: [AdapterStatus]?
     var placement: [String: String] = [:]
+    var filters: [(filter: String, retained: Bool)] = []
+    /// Fleet (config `bridge:`): who answers and who writes the shared topics; nil for a lone bridge.
+    var fleet: FleetDirectory?
+    /// Fleet: whether this bridge writes the shared topics now (it is the coordinator).
+    var sharedPublished = false
+    /// Fleet: shared requests received before the bridge states arrived.
+    var held: [MQTTMessage] = []
+    var settleToken: UInt64 = 0
 
-    var topics: BridgeTopics? { config.map { BridgeTopics(base: $0.mqtt.baseTopic) } }
-
-    /// The verb of a request topic (`B/bridge/request/<verb>`), nil for anything else.
-    func verb(of topic: String) -> String? {
+    /// The verb of a request topic: shared `B/bridge/request/<verb>`, or in a fleet this bridge's own
+    /// `B/bridge/<id>/request/<verb>` (checked first: an id such as `request` must not read as a shared verb); nil
+    /// for anything else.
+    func verb(of topic: String) -> (verb: String, shared: Bool)? {
         guard let config, config.bridgeAPI else { return nil }
+        if let id = config.fleet?.id {
+            let own = BridgeTopics(base: config.mqtt.baseTopic, bridgeID: id).bridgeOwn("request") + "/"
+            if topic.hasPrefix(own) { return (String(topic.dropFirst(own.count)), false) }
+        }
         let prefix = config.mqtt.baseTopic + "/bridge/request/"
         guard topic.hasPrefix(prefix) else { return nil }
-        return String(topic.dropFirst(prefix.count))
+        return (String(topic.dropFirst(prefix.count)), true)
+    }
+
+    /// Where the answer to `verb` goes: `B/bridge/response/<verb>`, or this bridge's own for its own requests.
+    func responseTopic(_ verb: String, shared: Bool) -> String? {
+        guard let config else { return nil }
+        guard !shared, let id = config.fleet?.id else { return config.mqtt.baseTopic + "/bridge/response/" + verb }
+        return BridgeTopics(base: config.mqtt.baseTopic, bridgeID: id).bridgeOwn("response") + "/" + verb
     }
 }

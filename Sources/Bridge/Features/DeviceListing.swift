@@ -8,16 +8,20 @@ enum DeviceLinkState: String, Sendable {
 
 /// The `B/bridge/devices` array (SPEC §7), one element per configured device in config order.
 enum DeviceListing {
+    /// `owner`, in a fleet only (SPEC §10): the bridge that owns the device, nil for none; each element then gains
+    /// `"owner"` after its state.
     static func json(_ config: BridgeConfig, states: [String: DeviceLinkState],
-                     adapter: (DeviceConfig) -> String) -> JSONValue {
+                     adapter: (DeviceConfig) -> String, owner: ((DeviceConfig) -> String?)? = nil) -> JSONValue {
         .array(config.devices.map { device in
-            .object([
+            var members: [(String, JSONValue)] = [
                 ("name", .string(device.name)),
                 ("address", .string(device.address.description)),
                 ("source", .string(device.source.kind.rawValue)),
                 ("adapter", .string(adapter(device))),
                 ("state", .string((states[device.name] ?? .connecting).rawValue)),
-                ("channels", .array(device.channels.map { channel in
+            ]
+            if let owner { members.append(("owner", owner(device).map { .string($0) } ?? .null)) }
+            members.append(("channels", .array(device.channels.map { channel in
                     .object([
                         ("name", .string(channel.name)),
                         ("characteristic", .string(channel.service.map { "\($0)/\(channel.characteristic)" }
@@ -27,8 +31,8 @@ enum DeviceListing {
                         ("mode", .string(channel.mode?.rawValue ?? "auto")),
                         ("writable", .bool(channel.writable)),
                     ])
-                })),
-            ])
+                })))
+            return .object(members)
         })
     }
 }

@@ -101,7 +101,8 @@ struct FleetFeature: BridgeFeature {
                 if wanted != filters {
                     for filter in filters { context.unsubscribe(filter) }
                     filters = wanted
-                    for filter in filters { context.subscribe(filter) }
+                    // Records and states are retained: shared with the bridge API without a second SUBSCRIBE.
+                    for filter in filters { context.subscribe(filter, retained: filter != Self.requestFilter(topics)) }
                 }
                 return timers
 
