@@ -21,11 +21,17 @@ public struct FleetSettings: Sendable, Equatable {
         self.unreachableAfter = unreachableAfter
     }
 
-    /// The host name as a topic level.
+    /// The host name as a topic level (with `-bridge` appended to a reserved one).
     public static var defaultID: String {
         let level = sanitizeTopicLevel(Hostname.current)
-        return level.isEmpty ? "localhost" : level
+        if level.isEmpty { return "localhost" }
+        return reservedIDs.contains(level) ? level + "-bridge" : level
     }
+
+    /// The levels under `B/bridge/` that the bridge's own topics use: an id among them would make `B/bridge/<id>/…`
+    /// read as one of them (`B/bridge/request/state` under the request filter).
+    public static let reservedIDs: Set<String> = ["state", "event", "log", "devices", "info", "adapters", "diagnostics",
+                                                  "request", "response"]
 }
 
 extension ConfigValidator {
@@ -37,6 +43,8 @@ extension ConfigValidator {
             let level = sanitizeTopicLevel(id)
             if level != id || level.isEmpty {
                 report(value, "bridge.id \"\(id)\" is not a valid topic level (no + # / $ or control characters)")
+            } else if FleetSettings.reservedIDs.contains(level) {
+                report(value, "bridge.id \"\(id)\" is a level the bridge's own topics use (\(FleetSettings.reservedIDs.sorted().joined(separator: ", ")))")
             } else {
                 settings.id = level
             }

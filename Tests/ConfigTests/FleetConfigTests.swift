@@ -28,6 +28,7 @@ import Testing
         #expect(issues("bridge:\n  id: \"a/b\"\n") == [
             "config.yaml:2:7: bridge.id \"a/b\" is not a valid topic level (no + # / $ or control characters)",
         ])
+        #expect(issues("bridge:\n  id: request\n").first?.hasPrefix("config.yaml:2:7: bridge.id \"request\" is a level the bridge's own topics use") == true)
         let unknown = issues("bridge:\n  idd: x\n")
         #expect(unknown.count == 1 && unknown[0].hasPrefix("config.yaml:2:3: ") && unknown[0].contains("idd"), "\(unknown)")
         #expect(issues("bridge:\n  handover_after: -1\n").first?.hasPrefix("config.yaml:2:19: handover_after in bridge must be") == true)
