@@ -101,6 +101,14 @@ import Testing
         #expect(!BlueZError.notConnected.suggestsPairing)
     }
 
+    @Test func notifyAcquiredIsToldApart() {
+        #expect(BlueZError(DBusError(name: "org.bluez.Error.NotPermitted", message: "Notify acquired")) == .notifyAcquired)
+        #expect(BlueZError(DBusError(name: "org.bluez.Error.NotPermitted", message: "Not paired")) == .notPaired)
+        #expect(BlueZError(DBusError(name: "org.bluez.Error.NotPermitted", message: "Write not permitted")) == .notPermitted)
+        #expect(!BlueZError.notifyAcquired.suggestsPairing)
+        #expect(BlueZClient.fallsBackToStartNotify(.notifyAcquired))
+    }
+
     /// The one-off commands name `pair` with the device's address; other failures get no advice.
     @Test func commandsAdviseRunningPair() {
         let advice = BlueZError.failed(reason: "Operation failed with ATT error: 0x0e").pairingAdvice(address: Self.lock)

@@ -593,9 +593,15 @@ struct SessionLoop {
         guard config.pairing.mode == .none else { return { _ in nil } }
         let name = config.name
         return { error in
-            error.suggestsPairing
-                ? "device \(name) seems to need pairing (insufficient authentication or encryption): set pairing: just_works or pairing: passkey in its config"
-                : nil
+            if error.suggestsPairing {
+                return "device \(name) seems to need pairing (insufficient authentication or encryption): set pairing: just_works or pairing: passkey in its config"
+            }
+            // What an unpaired subscription to a protected characteristic leaves on BlueZ 5.66: the AcquireNotify that
+            // met the refusal is never answered, and every later subscription gets this (see BlueZError.notifyAcquired).
+            if error == .notifyAcquired {
+                return "BlueZ holds the notifications of device \(name) as acquired: by another program, or by an AcquireNotify that BlueZ before 5.84 never released after enabling notifications failed (as when the device refuses an unencrypted link; restarting bluetoothd clears it); if the device needs pairing, set pairing: just_works or pairing: passkey in its config"
+            }
+            return nil
         }
     }
 }

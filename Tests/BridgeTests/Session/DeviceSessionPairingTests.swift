@@ -59,6 +59,20 @@ import Testing
         }
     }
 
+    /// BlueZ 5.66 after an unpaired AcquireNotify of an encrypted characteristic: every later subscription is refused
+    /// with NotPermitted "Notify acquired".
+    @Test func aSubscriptionRefusedAsAcquiredSaysToSetPairing() async throws {
+        base.gatt.state.withLock { $0.subscribeError = .notifyAcquired }
+        let session = sessionFor(try base.device())
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await session.run() }
+            try await eventually("an error event naming pairing") {
+                errors().contains { $0.contains("acquired") && $0.contains("set pairing: just_works") }
+            }
+            await session.stop()
+        }
+    }
+
     @Test func aDeviceThatPairsGetsNoHint() async throws {
         base.gatt.state.withLock { $0.readError = .failed(reason: "Operation failed with ATT error: 0x0e") }
         var config = try base.device()

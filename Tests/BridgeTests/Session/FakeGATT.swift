@@ -26,6 +26,8 @@ final class FakeGATT: GATTClient, Sendable {
         var calledPaths: [String] = []
         /// Every read fails with this (nil: reads succeed).
         var readError: BlueZError?
+        /// Every subscription fails with this (nil: subscriptions succeed).
+        var subscribeError: BlueZError?
         var disconnects = 0
         var failConnects = 0
         var writes: [[UInt8]] = []
@@ -108,6 +110,7 @@ final class FakeGATT: GATTClient, Sendable {
 
     func notifications(of path: String,
                        onValue: @escaping @Sendable ([UInt8]) -> Void) async throws(BlueZError) -> any ValueSubscription {
+        if let error = state.withLock({ $0.subscribeError }) { throw error }
         let (stream, end) = AsyncStream.makeStream(of: [UInt8].self)
         state.withLock { s in
             s.sinks.append(onValue)
