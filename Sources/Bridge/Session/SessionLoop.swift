@@ -393,13 +393,21 @@ struct SessionLoop {
             return (channel, info.path, NotificationGate(publisher: publisher))
         }
         let gatt = env.gatt, inbox = self.inbox, hint = securityHint
+        // BlueZ 5.47–5.83 never answers an AcquireNotify whose enabling of notifications fails (the link drops, or
+        // the CCC write is refused) and keeps the characteristic acquired until bluetoothd restarts: every later
+        // subscription gets "Notify acquired", and removing the device then crashes bluetoothd (fixed in 5.84). A
+        // bonded link is the one likely to drop just then (encryption starts with the stored key, or fails because
+        // the peripheral lost its bond), so a device that pairs, or that BlueZ lists as paired, uses StartNotify,
+        // whose failure is answered and cleaned up; such devices (locks, thermostats) are not the fast ones.
+        let preferAcquire = !(machine.pairingRequired || machine.devicePaired)
         return {
             var done: [ActiveSubscription] = []
             do throws(BlueZError) {
                 for (channel, path, gate) in targets {
                     // The hot path: each value (fd or signal path) is decoded and published on the D-Bus loop thread
                     // that received it (one decode, one publish), never crossing to a Swift executor thread.
-                    let subscription = try await gatt.notifications(of: path, onValue: { gate.deliver($0) })
+                    let subscription = try await gatt.notifications(of: path, preferAcquire: preferAcquire,
+                                                                        onValue: { gate.deliver($0) })
                     done.append(ActiveSubscription(channel: channel, subscription: subscription, gate: gate))
                 }
                 inbox.yield(.subscribed(done, generation))

@@ -18,6 +18,8 @@ import Testing
             group.addTask { await session.run() }
             try await eventually("online") { base.recorder.availability == [false, true] }
             #expect(base.gatt.state.withLock { ($0.pairs, $0.connects) } == (1, 1))
+            // Bonded links subscribe with StartNotify (BlueZ before 5.84 wedges a failed AcquireNotify).
+            #expect(base.gatt.state.withLock { $0.preferAcquire } == [false])
             await session.stop()
         }
     }
@@ -28,6 +30,8 @@ import Testing
             group.addTask { await session.run() }
             try await eventually("online") { base.recorder.availability == [false, true] }
             #expect(base.gatt.state.withLock { $0.pairs } == 0)
+            // Not bonded: the fast AcquireNotify path.
+            #expect(base.gatt.state.withLock { $0.preferAcquire } == [true])
             await session.stop()
         }
     }
