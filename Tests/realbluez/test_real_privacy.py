@@ -1,7 +1,7 @@
 """A peripheral with a resolvable private address, and the "set pairing" hint, against the real bluetoothd
-(SPEC §9). The `secure` peripheral runs on hci6, whose controller has privacy on (`btmgmt privacy on IRK` while
-powered off): the kernel advertises with a resolvable private address (RPA) and, once bonded, hands the central
-its IRK and its identity address (hci6's public address). Runs after test_real_pairing.py (file order).
+(SPEC §9). The `secure` peripheral runs on hci5 once test_real_pairing.py (file order) is done with it, now with
+privacy on (`btmgmt privacy on IRK` while powered off): the kernel advertises with a resolvable private address
+(RPA) and, once bonded, hands the central its IRK and its identity address (hci5's public address).
 
 1. The hint: a config that saves the RPA `scan` saw with `pairing: none` gets an `error` event that says to set
    `pairing`, for its read channel and its notify channel, and `gattbridge read` says to pair.
@@ -23,8 +23,8 @@ from bench.bench import Peripheral, wait_until
 from bench.peripherals import secure
 from conftest import LOG_DIR, READVERTISE_S, WORKDIR, record
 
-ADAPTER = "hci6"
-INDEX = 6
+ADAPTER = "hci5"
+INDEX = 5
 # Fixed, so the IRK the central stores while bonding still resolves the RPAs after privacy is switched on again.
 IRK = "5ec7e7c0ffee00112233445566778899"
 PASSKEY = 424242
@@ -54,8 +54,20 @@ def is_rpa(address: str) -> bool:
     return (int(address.split(":")[0], 16) >> 6) == 0b01
 
 
+def forget_central(stack) -> None:
+    """The peripheral forgets its side of any bond with hci0 (test_real_pairing.py's `unpair` removed only the
+    central's): a peripheral that still holds a key asks for security at once on connect, another failure."""
+    central = f"/org/bluez/{ADAPTER}/dev_{stack.addresses['hci0'].replace(':', '_')}"
+    try:
+        stack.bus.call("org.bluez", f"/org/bluez/{ADAPTER}", "org.bluez.Adapter1", "RemoveDevice", "o", central,
+                       timeout=10)
+    except Exception:  # noqa: BLE001 - no such device
+        pass
+
+
 @pytest.fixture(scope="module")
 def vault(stack, env):
+    forget_central(stack)
     privacy_on(stack)
     p = Peripheral("secure", ADAPTER, stack.addresses[ADAPTER], env, LOG_DIR, readvertise=READVERTISE_S,
                    passkey=PASSKEY, name=NAME)
@@ -166,21 +178,28 @@ def test_run_reaches_the_identity_address_across_a_bluetoothd_restart(stack, vau
         assert bridge.stop(10) == 0
     finally:
         bridge.kill()
-    proc = gattbridge.run(["unpair", vault.address])
-    assert proc.returncode == 0, proc.stderr
 
 
 @pytest.fixture(scope="module")
 def unbonded_rpa(stack, vault, gattbridge):
-    """After the bond is gone (the test above ends with `unpair`), the central sees RPAs again; privacy was switched
-    on again after the bluetoothd restart, so it is a new one. The peripheral forgets its side of the bond too: a
-    peripheral that still holds a key asks for security at once on connect, which is another failure."""
-    central = f"/org/bluez/{ADAPTER}/dev_{stack.addresses['hci0'].replace(':', '_')}"
-    try:
-        stack.bus.call("org.bluez", f"/org/bluez/{ADAPTER}", "org.bluez.Adapter1", "RemoveDevice", "o", central,
-                       timeout=10)
-    except Exception:  # noqa: BLE001 - already gone
-        pass
+    """After `unpair` the bond is gone and the central sees RPAs again; privacy was switched
+    on again after the bluetoothd restart, so it is a new one. The peripheral forgets its side of the bond too.
+
+    bluetoothd 5.66 sometimes dies in this guest while a bonded link goes down (a segfault after the peripheral
+    side's `read_complete_cb() Read Complete: err -110`, or the kernel's oops in hci_chan_del): that is BlueZ's
+    failure, not the bridge's, and is logged to bluetoothd-deaths.log; it is started again so these scenarios
+    still run."""
+    if not stack.bluetoothd.running:
+        with open(LOG_DIR / "bluetoothd-deaths.log", "a") as f:
+            f.write(f"{time.monotonic():.3f} bluetoothd exited {stack.bluetoothd.popen.returncode} before the hint "
+                    "scenarios; restarted\n")
+        ready = vault.mark()
+        stack.start_bluetoothd()
+        privacy_on(stack)
+        vault.wait_for("agent_ready", 60, since=ready)
+    proc = gattbridge.run(["unpair", vault.address])
+    assert proc.returncode == 0, proc.stderr
+    forget_central(stack)
     return scan_for_rpa(vault, gattbridge)
 
 
