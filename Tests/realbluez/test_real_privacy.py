@@ -152,6 +152,7 @@ def test_pair_rpa_prints_the_identity_address(stack, vault, rpa, gattbridge):
 def test_run_reaches_the_identity_address_across_a_bluetoothd_restart(stack, vault, rpa, broker, mqtt, gattbridge):
     config = write_config("privacy-run.yaml", broker, vault.address,
                           "    pairing: passkey\n    passkey_file: vault.passkey", "both")
+    asked = sum(1 for e in vault.history if e.get("event") == "passkey_request")
     mark = mqtt.mark()
     t0 = time.monotonic()
     bridge = gattbridge.start(["run", "--config", config, "--log-level", "debug"], "run-privacy")
@@ -160,21 +161,33 @@ def test_run_reaches_the_identity_address_across_a_bluetoothd_restart(stack, vau
         record("privacy_identity_online", time.monotonic() - t0)
         mqtt.wait_for(f"{BASE}/vault/value", "2a", 30, since=mark)
         mqtt.wait_count(f"{BASE}/vault/counter", 3, 30, since=mark)
+        # Until bluetoothd restarts, the bonded device is the object named after the RPA it bonded with.
+        assert stack.device("hci0", rpa)["Address"].upper() == vault.address
+        assert bridge.stop(10) == 0
+    finally:
+        bridge.kill()
 
-        # bluetoothd restarts: the bonded device is loaded from storage under its identity address.
-        asked, back, ready = sum(1 for e in vault.history if e.get("event") == "passkey_request"), mqtt.mark(), \
-            vault.mark()
-        t1 = time.monotonic()
-        stack.bluetoothd.stop()
-        wait_until(lambda: not stack.bus.name_has_owner("org.bluez"), 10, "org.bluez still owned")
-        stack.start_bluetoothd()
-        privacy_on(stack)
-        vault.wait_for("agent_ready", 60, since=ready)
-        mqtt.wait_for(f"{BASE}/vault/availability", "online", 120, since=back)
+    # bluetoothd restarts (the bridge is stopped meanwhile: a bluetoothd restart under a running bridge is covered
+    # by test_real_pairing.py, and one more with an encrypted link coming back up right after the restart gives
+    # this guest kernel's hci_chan_del oops more chances): the bond is loaded from storage under the identity
+    # address, and the peripheral still advertises with RPAs.
+    ready = vault.mark()
+    stack.bluetoothd.stop()
+    wait_until(lambda: not stack.bus.name_has_owner("org.bluez"), 10, "org.bluez still owned")
+    stack.start_bluetoothd()
+    privacy_on(stack)
+    vault.wait_for("agent_ready", 60, since=ready)
+    back = mqtt.mark()
+    t1 = time.monotonic()
+    bridge = gattbridge.start(["run", "--config", config, "--log-level", "debug"], "run-privacy-restarted")
+    try:
+        mqtt.wait_for(f"{BASE}/vault/availability", "online", 90, since=back)
         mqtt.wait_count(f"{BASE}/vault/counter", 3, 30, since=back)
-        record("privacy_bluetoothd_restart_to_online", time.monotonic() - t1)
+        record("privacy_after_bluetoothd_restart_to_online", time.monotonic() - t1)
         assert stack.device("hci0", vault.address)["Paired"] is True
-        assert sum(1 for e in vault.history if e.get("event") == "passkey_request") == asked, "the bond was not kept"
+        assert stack.device("hci0", rpa) is None
+        assert sum(1 for e in vault.history if e.get("event") == "passkey_request") == asked, \
+            "asked again: the bond was not kept"
         assert bridge.stop(10) == 0
     finally:
         bridge.kill()
