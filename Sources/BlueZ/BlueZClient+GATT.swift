@@ -71,7 +71,7 @@ extension BlueZClient {
 
     static func fallsBackToStartNotify(_ error: BlueZError) -> Bool {
         switch error {
-        case .notSupported, .unknownMethod, .failed, .notPermitted, .notPaired, .other: true
+        case .notSupported, .unknownMethod, .failed, .notPermitted, .notPaired, .notifyAcquired, .other: true
         default: false
         }
     }

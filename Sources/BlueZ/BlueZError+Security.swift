@@ -1,3 +1,5 @@
+import Bluetooth
+
 /// Telling "the peripheral wants a paired, encrypted link" apart from other failures, for the hint SPEC §9 asks for.
 extension BlueZError {
     /// ATT errors meaning the link is not secure enough: 0x05 Insufficient Authentication, 0x08 Insufficient
@@ -25,5 +27,12 @@ extension BlueZError {
         default:
             return false
         }
+    }
+
+    /// The one-off commands' form of the hint (`read`, `write`, `listen`): they have no config to set `pairing` in,
+    /// so it names the command that bonds instead.
+    public func pairingAdvice(address: BluetoothAddress) -> String? {
+        guard suggestsPairing else { return nil }
+        return "the device seems to need pairing (insufficient authentication or encryption): run gattbridge pair \(address) first"
     }
 }

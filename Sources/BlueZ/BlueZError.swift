@@ -14,6 +14,11 @@ public enum BlueZError: Error, Sendable, Equatable, CustomStringConvertible {
     /// org.bluez.Error.NotPermitted "Not paired": bluetoothd's answer to ATT Insufficient Authentication,
     /// Encryption or Encryption Key Size, i.e. the characteristic needs a paired, encrypted link (SPEC §9 hint).
     case notPaired
+    /// org.bluez.Error.NotPermitted "Notify acquired": the characteristic's notifications are held by an
+    /// `AcquireNotify`. Another program's, or, in BlueZ before 5.84, one whose enabling of notifications failed:
+    /// bluetoothd never answers such a call and keeps the characteristic acquired until it restarts (seen on 5.66 when
+    /// a peripheral refused the unencrypted CCC write and the link dropped while bluetoothd tried to pair).
+    case notifyAcquired
     case notSupported
     case notAuthorized
     case invalidArguments
@@ -56,7 +61,13 @@ public enum BlueZError: Error, Sendable, Equatable, CustomStringConvertible {
         "org.bluez.Error.NotConnected": { _ in .notConnected },
         "org.bluez.Error.Failed": { .failed(reason: $0) },
         "org.bluez.Error.DoesNotExist": { _ in .doesNotExist },
-        "org.bluez.Error.NotPermitted": { $0.lowercased() == "not paired" ? .notPaired : .notPermitted },
+        "org.bluez.Error.NotPermitted": {
+            switch $0.lowercased() {
+            case "not paired": .notPaired
+            case "notify acquired": .notifyAcquired
+            default: .notPermitted
+            }
+        },
         "org.bluez.Error.NotSupported": { _ in .notSupported },
         "org.bluez.Error.NotAuthorized": { _ in .notAuthorized },
         "org.bluez.Error.InvalidArguments": { _ in .invalidArguments },
@@ -110,6 +121,7 @@ public enum BlueZError: Error, Sendable, Equatable, CustomStringConvertible {
         case .doesNotExist: "object does not exist"
         case .notPermitted: "not permitted"
         case .notPaired: "not paired (the characteristic needs an encrypted link)"
+        case .notifyAcquired: "notifications already acquired (AcquireNotify)"
         case .notSupported: "not supported"
         case .notAuthorized: "not authorized"
         case .invalidArguments: "invalid arguments"

@@ -20,7 +20,8 @@ enum ExitStatus {
             unavailable
         case .cancelled:
             interrupted
-        case .inProgress, .notConnected, .failed, .doesNotExist, .notPermitted, .notPaired, .notSupported, .notAuthorized,
+        case .inProgress, .notConnected, .failed, .doesNotExist, .notPermitted, .notPaired, .notifyAcquired,
+             .notSupported, .notAuthorized,
              .invalidArguments, .invalidOffset, .invalidValueLength, .alreadyConnected, .alreadyExists, .notAvailable,
              .authenticationFailed, .authenticationCanceled, .authenticationRejected, .authenticationTimeout,
              .connectionAttemptFailed, .noReply, .unknownObject, .unknownMethod, .disconnected, .other, .timeout:
@@ -41,7 +42,7 @@ enum ExitStatus {
         case .notConnected: "org.bluez.Error.NotConnected"
         case .failed: "org.bluez.Error.Failed"
         case .doesNotExist: "org.bluez.Error.DoesNotExist"
-        case .notPermitted, .notPaired: "org.bluez.Error.NotPermitted"
+        case .notPermitted, .notPaired, .notifyAcquired: "org.bluez.Error.NotPermitted"
         case .notSupported: "org.bluez.Error.NotSupported"
         case .notAuthorized: "org.bluez.Error.NotAuthorized"
         case .invalidArguments: "org.bluez.Error.InvalidArguments"

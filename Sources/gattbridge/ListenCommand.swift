@@ -55,7 +55,7 @@ struct ListenCommand: AsyncParsableCommand {
             do throws(BlueZError) {
                 subscription = try await session.client.subscribe(characteristic: info.path, preferAcquire: preferAcquire)
             } catch {
-                throw CLIFailure(error, context: context)
+                throw CLIFailure(error, context: context, device: address.address)
             }
             Terminal.err(subscription.delivery == .fd ? "listening via AcquireNotify (fd)\n"
                                                       : "listening via StartNotify (signal)\n")

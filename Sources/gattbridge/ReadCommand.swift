@@ -34,7 +34,7 @@ struct ReadCommand: AsyncParsableCommand {
             do throws(BlueZError) {
                 bytes = try await session.client.readValue(characteristic: info.path)
             } catch {
-                throw CLIFailure(error, context: context)
+                throw CLIFailure(error, context: context, device: address.address)
             }
             do throws(CodecError) {
                 return try codec.decode(bytes)

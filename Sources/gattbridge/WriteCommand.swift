@@ -64,7 +64,7 @@ struct WriteCommand: AsyncParsableCommand {
                     try await session.client.writeValue(characteristic: info.path, chunk, type: type)
                 }
             } catch {
-                throw CLIFailure(error, context: context)
+                throw CLIFailure(error, context: context, device: address.address)
             }
         }
     }

@@ -101,6 +101,22 @@ import Testing
         #expect(!BlueZError.notConnected.suggestsPairing)
     }
 
+    @Test func notifyAcquiredIsToldApart() {
+        #expect(BlueZError(DBusError(name: "org.bluez.Error.NotPermitted", message: "Notify acquired")) == .notifyAcquired)
+        #expect(BlueZError(DBusError(name: "org.bluez.Error.NotPermitted", message: "Not paired")) == .notPaired)
+        #expect(BlueZError(DBusError(name: "org.bluez.Error.NotPermitted", message: "Write not permitted")) == .notPermitted)
+        #expect(!BlueZError.notifyAcquired.suggestsPairing)
+        #expect(BlueZClient.fallsBackToStartNotify(.notifyAcquired))
+    }
+
+    /// The one-off commands name `pair` with the device's address; other failures get no advice.
+    @Test func commandsAdviseRunningPair() {
+        let advice = BlueZError.failed(reason: "Operation failed with ATT error: 0x0e").pairingAdvice(address: Self.lock)
+        #expect(advice?.hasSuffix("run gattbridge pair C0:FF:EE:00:00:05 first") == true)
+        #expect(BlueZError.notPaired.pairingAdvice(address: Self.lock) != nil)
+        #expect(BlueZError.notConnected.pairingAdvice(address: Self.lock) == nil)
+    }
+
     @Test func deviceInfoCarriesBondState() {
         let info = DeviceInfo(path: "/org/bluez/hci0/dev_C0_FF_EE_00_00_05", properties: [
             "Address": .string("C0:FF:EE:00:00:05"), "Paired": .bool(true), "Bonded": .bool(true), "Trusted": .bool(true)])

@@ -9,6 +9,11 @@ capability KeyboardOnly, answering `RequestPasskey` with `passkey` (with the cen
 both sides enter the same passkey, so the test knows it). Every passkey request is reported as
 {"event":"passkey_request","device":…}, so a test can count pairing attempts; {"event":"agent_ready"} follows
 each registration (again after a bluetoothd restart).
+
+One bluetoothd serves both sides in the real-BlueZ guest, and as the default agent this one is also asked for the
+*central's* side of a pairing that bluetoothd starts by itself (raising a link's security after an ATT
+authentication error). It refuses those, as a headless host with no agent of its own would, and reports them as
+{"event":"foreign_request",…}: only requests about devices seen from its own adapter get the passkey.
 """
 
 from __future__ import annotations
@@ -48,6 +53,9 @@ class SecureRunner(PeripheralRunner):
         self._exports.append(agent)
 
     def _request_passkey(self, device: str) -> int:
+        if not device.startswith(self.adapter_path + "/"):
+            emit("foreign_request", device=device)
+            raise DBusError("org.bluez.Error.Rejected", "not a pairing of this peripheral")
         emit("passkey_request", device=device)
         return self.passkey
 

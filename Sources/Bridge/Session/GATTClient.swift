@@ -14,7 +14,8 @@ public protocol GATTClient: Sendable {
     func read(characteristic path: String) async throws(BlueZError) -> [UInt8]
     func write(characteristic path: String, _ value: [UInt8], type: GattWriteType) async throws(BlueZError)
     /// `onValue` runs on whatever thread received the value (the D-Bus loop thread for BlueZ) and must not block.
-    func notifications(of path: String,
+    /// `preferAcquire`: try `AcquireNotify` first (values on a socket), else go straight to `StartNotify`.
+    func notifications(of path: String, preferAcquire: Bool,
                        onValue: @escaping @Sendable ([UInt8]) -> Void) async throws(BlueZError) -> any ValueSubscription
 }
 
@@ -42,8 +43,8 @@ extension BlueZClient: GATTClient {
         try await writeValue(characteristic: path, value, type: type, offset: 0)
     }
 
-    public func notifications(of path: String,
+    public func notifications(of path: String, preferAcquire: Bool,
                               onValue: @escaping @Sendable ([UInt8]) -> Void) async throws(BlueZError) -> any ValueSubscription {
-        try await subscribe(characteristic: path, preferAcquire: true, onValue: onValue)
+        try await subscribe(characteristic: path, preferAcquire: preferAcquire, onValue: onValue)
     }
 }

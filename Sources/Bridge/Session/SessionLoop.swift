@@ -393,13 +393,21 @@ struct SessionLoop {
             return (channel, info.path, NotificationGate(publisher: publisher))
         }
         let gatt = env.gatt, inbox = self.inbox, hint = securityHint
+        // BlueZ 5.47–5.83 never answers an AcquireNotify whose enabling of notifications fails (the link drops, or
+        // the CCC write is refused) and keeps the characteristic acquired until bluetoothd restarts: every later
+        // subscription gets "Notify acquired", and removing the device then crashes bluetoothd (fixed in 5.84). A
+        // bonded link is the one likely to drop just then (encryption starts with the stored key, or fails because
+        // the peripheral lost its bond), so a device that pairs, or that BlueZ lists as paired, uses StartNotify,
+        // whose failure is answered and cleaned up; such devices (locks, thermostats) are not the fast ones.
+        let preferAcquire = !(machine.pairingRequired || machine.devicePaired)
         return {
             var done: [ActiveSubscription] = []
             do throws(BlueZError) {
                 for (channel, path, gate) in targets {
                     // The hot path: each value (fd or signal path) is decoded and published on the D-Bus loop thread
                     // that received it (one decode, one publish), never crossing to a Swift executor thread.
-                    let subscription = try await gatt.notifications(of: path, onValue: { gate.deliver($0) })
+                    let subscription = try await gatt.notifications(of: path, preferAcquire: preferAcquire,
+                                                                        onValue: { gate.deliver($0) })
                     done.append(ActiveSubscription(channel: channel, subscription: subscription, gate: gate))
                 }
                 inbox.yield(.subscribed(done, generation))
@@ -593,9 +601,15 @@ struct SessionLoop {
         guard config.pairing.mode == .none else { return { _ in nil } }
         let name = config.name
         return { error in
-            error.suggestsPairing
-                ? "device \(name) seems to need pairing (insufficient authentication or encryption): set pairing: just_works or pairing: passkey in its config"
-                : nil
+            if error.suggestsPairing {
+                return "device \(name) seems to need pairing (insufficient authentication or encryption): set pairing: just_works or pairing: passkey in its config"
+            }
+            // What an unpaired subscription to a protected characteristic leaves on BlueZ 5.66: the AcquireNotify that
+            // met the refusal is never answered, and every later subscription gets this (see BlueZError.notifyAcquired).
+            if error == .notifyAcquired {
+                return "BlueZ holds the notifications of device \(name) as acquired: by another program, or by an AcquireNotify that BlueZ before 5.84 never released after enabling notifications failed (as when the device refuses an unencrypted link; restarting bluetoothd clears it); if the device needs pairing, set pairing: just_works or pairing: passkey in its config"
+            }
+            return nil
         }
     }
 }

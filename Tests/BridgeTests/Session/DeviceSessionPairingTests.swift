@@ -18,6 +18,8 @@ import Testing
             group.addTask { await session.run() }
             try await eventually("online") { base.recorder.availability == [false, true] }
             #expect(base.gatt.state.withLock { ($0.pairs, $0.connects) } == (1, 1))
+            // Bonded links subscribe with StartNotify (BlueZ before 5.84 wedges a failed AcquireNotify).
+            #expect(base.gatt.state.withLock { $0.preferAcquire } == [false])
             await session.stop()
         }
     }
@@ -28,6 +30,8 @@ import Testing
             group.addTask { await session.run() }
             try await eventually("online") { base.recorder.availability == [false, true] }
             #expect(base.gatt.state.withLock { $0.pairs } == 0)
+            // Not bonded: the fast AcquireNotify path.
+            #expect(base.gatt.state.withLock { $0.preferAcquire } == [true])
             await session.stop()
         }
     }
@@ -55,6 +59,20 @@ import Testing
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await session.run() }
             try await eventually("an error event naming pairing") { errors().contains { $0.contains("set pairing: just_works") } }
+            await session.stop()
+        }
+    }
+
+    /// BlueZ 5.66 after an unpaired AcquireNotify of an encrypted characteristic: every later subscription is refused
+    /// with NotPermitted "Notify acquired".
+    @Test func aSubscriptionRefusedAsAcquiredSaysToSetPairing() async throws {
+        base.gatt.state.withLock { $0.subscribeError = .notifyAcquired }
+        let session = sessionFor(try base.device())
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await session.run() }
+            try await eventually("an error event naming pairing") {
+                errors().contains { $0.contains("acquired") && $0.contains("set pairing: just_works") }
+            }
             await session.stop()
         }
     }

@@ -26,6 +26,10 @@ final class FakeGATT: GATTClient, Sendable {
         var calledPaths: [String] = []
         /// Every read fails with this (nil: reads succeed).
         var readError: BlueZError?
+        /// Every subscription fails with this (nil: subscriptions succeed).
+        var subscribeError: BlueZError?
+        /// What each subscription asked for: AcquireNotify first (true) or StartNotify only.
+        var preferAcquire: [Bool] = []
         var disconnects = 0
         var failConnects = 0
         var writes: [[UInt8]] = []
@@ -106,8 +110,10 @@ final class FakeGATT: GATTClient, Sendable {
         if !ok { throw .notConnected }
     }
 
-    func notifications(of path: String,
+    func notifications(of path: String, preferAcquire: Bool,
                        onValue: @escaping @Sendable ([UInt8]) -> Void) async throws(BlueZError) -> any ValueSubscription {
+        state.withLock { $0.preferAcquire.append(preferAcquire) }
+        if let error = state.withLock({ $0.subscribeError }) { throw error }
         let (stream, end) = AsyncStream.makeStream(of: [UInt8].self)
         state.withLock { s in
             s.sinks.append(onValue)
