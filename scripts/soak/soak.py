@@ -229,6 +229,12 @@ class Soak:
         adapters = collections.Counter(d["adapter"] for d in json.loads(listing[-1][2])) if listing else {}
         return max(adapters, key=adapters.get) if adapters else "hci0"
 
+    def adapter_of(self, device: str) -> Optional[str]:
+        """The adapter the device is placed on, from the retained B/bridge/devices."""
+        listing = [m for m in self.sub.since(0) if m[1] == f"{BASE}/bridge/devices"]
+        placed = {d["name"]: d["adapter"] for d in json.loads(listing[-1][2])} if listing else {}
+        return placed.get(device)
+
     def devices_on(self, adapter: str) -> list[str]:
         listing = [m for m in self.sub.since(0) if m[1] == f"{BASE}/bridge/devices"]
         return [d["name"] for d in json.loads(listing[-1][2]) if d["adapter"] == adapter] if listing else []
@@ -320,12 +326,16 @@ class Soak:
             self.windows.append((kind, t0, recovered or time.monotonic()))
             self.set_powered(adapter, True)      # back for the next faults; the devices stay where they are now
         elif kind == "adapter_wedged":
-            adapter = self.adapter_in_use()
+            # The device killed below must be one on the wedged adapter: after an adapter_off the devices are spread
+            # over both, and one on the other adapter reconnects there, leaving nothing missing on the wedged one
+            # (no wedge by SPEC §8's rule, so nothing to heal).
+            path = self.rng.choice(["fd", "sig"])
+            placed = self.adapter_of(path)
+            adapter = placed if placed and placed.startswith("hci") else self.adapter_in_use()
             detail["adapter"] = adapter
+            detail["device"] = path
             self.world.bench.bus.call("org.bluez", "/org/bluezoo/bench", "org.bluezoo.Bench1", "Wedge", "y",
                                       int(adapter[3:]))
-            path = self.rng.choice(["fd", "sig"])
-            detail["device"] = path
             p = self.peripheral(path)
             p.kill()          # its reconnection now goes through the wedged adapter
             p.start()
