@@ -340,8 +340,23 @@ class Soak:
             p.kill()          # its reconnection now goes through the wedged adapter
             p.start()
             self.start_stream(path)
-            healed = self.sub.wait_for(lambda m: m[1] == f"{BASE}/bridge/event" and b'"adapter_recovery"' in m[2]
-                                       and b'"power_cycle"' in m[2] and b'"ok"' in m[2], self.wedge_window + 90, mark)
+            # Healed: the daemon power-cycles the wedged adapter (SPEC §8's ladder) while the device is missing on
+            # it. Or the device is placed elsewhere before anything failed on the wedged adapter (another one heard
+            # it more recently and stronger, e.g. just after an adapter_off) and comes back there: nothing is missing
+            # on the wedged adapter then, so by SPEC's rule it is not wedged; the soak power-cycles it itself for the
+            # faults that follow, and the fault counts as a failover.
+            def healed_or_moved(m) -> bool:
+                if m[1] == f"{BASE}/bridge/event":
+                    return b'"adapter_recovery"' in m[2] and b'"power_cycle"' in m[2] and b'"ok"' in m[2]
+                if m[1] == f"{BASE}/bridge/devices":
+                    entry = next((d for d in json.loads(m[2]) if d["name"] == path), None)
+                    return bool(entry) and entry["adapter"] not in (adapter, "none") and entry["state"] == "online"
+                return False
+            healed = self.sub.wait_for(healed_or_moved, self.wedge_window + 90, mark)
+            if healed and healed[1] == f"{BASE}/bridge/devices":
+                detail["failed_over"] = True
+                self.set_powered(adapter, False)
+                self.set_powered(adapter, True)
             recovered = self.all_flowing(mark, after=healed[0]) if healed else None
             self.windows.append((kind, t0, recovered or time.monotonic()))
             if healed:
