@@ -13,7 +13,7 @@ import queue
 import socket
 import threading
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from bench.dbus_util import (PROPS_IFACE, DBusError, call, get_all, get_property, managed_objects, open_system_bus,
                              subscribe, unvariant_dict)
@@ -223,10 +223,11 @@ class Central:
         return socket.socket(fileno=fd), mtu
 
 
-def wait_until(cond: Callable[[], Any], timeout: float, message: str = "condition not met",
+def wait_until(cond: Callable[[], Any], timeout: float, message: Union[str, Callable[[], str]] = "condition not met",
                interval: float = 0.02) -> Any:
     """Polls `cond` until it returns something truthy (returned) or the deadline passes (TimeoutError).
-    Exceptions from `cond` count as "not yet" until the deadline; the last one is chained."""
+    Exceptions from `cond` count as "not yet" until the deadline; the last one is chained. A callable `message` is
+    asked at the deadline, so it can say what the state was then."""
     deadline = time.monotonic() + timeout
     last_exc: Optional[BaseException] = None
     while True:
@@ -237,5 +238,6 @@ def wait_until(cond: Callable[[], Any], timeout: float, message: str = "conditio
         except (DBusError, KeyError, OSError, TimeoutError) as exc:
             last_exc = exc
         if time.monotonic() >= deadline:
-            raise TimeoutError(f"{message} (after {timeout}s)") from last_exc
+            text = message() if callable(message) else message
+            raise TimeoutError(f"{text} (after {timeout}s)") from last_exc
         time.sleep(interval)

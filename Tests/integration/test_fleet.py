@@ -65,7 +65,7 @@ class Fleet:
         }
         path = self.tmp_path / f"bridge-{id}.yaml"
         path.write_text(to_yaml(doc) + "\n")
-        process = self.run(["run", "--config", path, "--log-level", "info"], name=f"gattbridge-{id}")
+        process = self.run(["run", "--config", path, "--log-level", "debug"], name=f"gattbridge-{id}")
         self.bridges[id] = Bridge(process, path, BASE)
         return self.bridges[id]
 
@@ -104,8 +104,8 @@ def wait_single_owner(mqtt, fleet: Fleet, wait_until, name: str, timeout: float 
         if len(owners) == 1 and record == owners[0] and (expected is None or record == expected):
             return record
         return None
-    return wait_until(settled, timeout, f"{name}: no single owner (logs say {fleet.owners(name)}, "
-                                        f"record {owner_of(mqtt, fleet, name)})")
+    return wait_until(settled, timeout, lambda: f"{name}: no single owner (logs say {fleet.owners(name)}, "
+                                                f"record {owner_of(mqtt, fleet, name)})")
 
 
 def test_two_bridges_share_devices_then_fail_over(bench, run_gattbridge, peripheral, mosquitto, mqtt, wait_until,

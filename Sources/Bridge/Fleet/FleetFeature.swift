@@ -52,8 +52,12 @@ struct FleetFeature: BridgeFeature {
 
         func feed(_ name: String, _ event: OwnershipEvent) -> [(at: ContinuousClock.Instant, timer: Timer)] {
             guard var machine = machines[name] else { return [] }
+            let before = machine.state
             let actions = machine.handle(event, now: .now, unixNow: Int64(time(nil)))
             machines[name] = machine
+            // Which input moved which device where: the only trace of a decision that was not taken.
+            logger.debug("fleet \(name): \(event) in \(before) → \(machine.state) rssi=\(machine.rssi.map(String.init) ?? "none")",
+                         metadata: actions.isEmpty ? [:] : ["actions": "\(actions)"])
             return apply(name, actions)
         }
 

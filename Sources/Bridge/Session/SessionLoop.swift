@@ -182,6 +182,7 @@ struct SessionLoop {
     private mutating func deviceEvent(_ event: BlueZEvent, _ jobs: inout [Job]) {
         switch event {
         case .deviceAdded(let info) where info.adapterPath == adapterPath:
+            logger.debug("found by BlueZ", metadata: ["rssi": "\(info.rssi.map(String.init) ?? "none")"])
             reportedPath = info.path
             drive(.paired(info.paired), &jobs)
             drive(.deviceFound, &jobs)
@@ -190,7 +191,12 @@ struct SessionLoop {
         case .deviceRemoved(let path, _) where path == devicePath:
             reportedPath = nil
             drive(.deviceGone, &jobs)
-            if lastRSSI != nil { env.report(.unseen) }    // fleet: no longer a sighting (until the RSSI changes)
+            if lastRSSI != nil {
+                // Fleet: no longer a sighting. The next DeviceAdded is a new one, even with the same RSSI (a fixed
+                // value, as BlueZoo's, or a radio that reports whole steps).
+                lastRSSI = nil
+                env.report(.unseen)
+            }
         case .deviceChanged(let info, let changed) where info.adapterPath == adapterPath:
             reportedPath = info.path
             if changed.contains("Paired") { drive(.paired(info.paired), &jobs) }
