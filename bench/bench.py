@@ -326,6 +326,11 @@ class BlueZoo:
         self.bus.call("org.bluez", "/org/bluezoo/bench/rssi", "org.bluezoo.BenchRSSI1", "SetRSSI", "ssn",
                       adapter_address, peer_address, rssi)
 
+    def set_pair_reply_delay(self, seconds: float) -> None:
+        """How long BlueZoo holds its answer to Device1.Pair after the device is paired (bench control of
+        bluezoo_patched.py; bluetoothd answers only after the service discovery that follows the bonding)."""
+        self.bus.call("org.bluez", "/org/bluezoo/bench/pair", "org.bluezoo.BenchPair1", "SetReplyDelay", "d", float(seconds))
+
     def _add(self, id: int, address: str, timeout: float) -> None:
         # org.bluezoo.Manager1.AddAdapter(y id, s address) → /org/bluez/hci<id>
         self.bus.call("org.bluez", "/org/bluezoo", "org.bluezoo.Manager1", "AddAdapter", "ys", id, address)

@@ -546,6 +546,41 @@ def _patch_rssi() -> None:
     Adapter.add_device = add_device
 
 
+# --- bench control: a late answer to Pair -------------------------------------------------------------------
+# bluetoothd answers Device1.Pair only after the service discovery that follows the bonding, so on a slow link the
+# device is Paired (keys stored) well before the answer; on real BlueZ an ATT request that waits out its 30 s
+# timeout there has been seen to hold it past a 30 s `gattbridge pair`. BlueZoo answers at once. This bench-only
+# control delays the answer after the device is marked paired:
+# org.bluezoo.BenchPair1.SetReplyDelay(d seconds) on /org/bluezoo/bench/pair (0, the default, answers at once).
+
+_PAIR_REPLY_DELAY = 0.0
+
+
+class BenchPair(sdbus.DbusInterfaceCommonAsync, interface_name="org.bluezoo.BenchPair1"):
+    @sdbus.dbus_method_async(input_signature="d", input_args_names=["seconds"], flags=sdbus.DbusUnprivilegedFlag)
+    async def SetReplyDelay(self, seconds: float) -> None:
+        global _PAIR_REPLY_DELAY
+        _PAIR_REPLY_DELAY = max(0.0, seconds)
+
+
+def _patch_pair_reply() -> None:
+    original_init = bluezoo_main.BluezMockService.__init__
+    original_pair = Device.pair
+
+    def init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        self.bench_pair = BenchPair()
+        self.bench_pair.export_to_dbus("/org/bluezoo/bench/pair")
+
+    async def pair(self: Device) -> None:
+        await original_pair(self)
+        if _PAIR_REPLY_DELAY > 0:
+            await asyncio.sleep(_PAIR_REPLY_DELAY)
+
+    bluezoo_main.BluezMockService.__init__ = init
+    Device.pair = pair
+
+
 # --- wiring ------------------------------------------------------------------------------------------------
 
 def _patch_connection() -> None:
@@ -570,6 +605,7 @@ PATCHES = {
     "6": _patch_discovery,
     "8": _patch_adapters,
     "rssi": _patch_rssi,         # bench control, not a fix
+    "pair_reply": _patch_pair_reply,  # bench control, not a fix
 }
 
 

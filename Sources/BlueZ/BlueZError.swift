@@ -113,6 +113,14 @@ public enum BlueZError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// No answer in time: our own deadline, or libdbus's (`NoReply`). The call may still have done its work.
+    public var isTimeout: Bool {
+        switch self {
+        case .timeout, .noReply: true
+        default: false
+        }
+    }
+
     public var description: String {
         switch self {
         case .inProgress: "operation already in progress"

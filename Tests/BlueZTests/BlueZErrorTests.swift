@@ -70,6 +70,13 @@ struct BlueZErrorTests {
         #expect(!BlueZError.invalidValueLength.isTransient)
     }
 
+    @Test func ourDeadlineAndLibdbusNoReplyAreBothTimeouts() {
+        #expect(BlueZError.timeout("pairing").isTimeout)
+        #expect(BlueZError(DBusError(name: "org.freedesktop.DBus.Error.NoReply", message: "no reply")).isTimeout)
+        #expect(!BlueZError.authenticationFailed.isTimeout)
+        #expect(!BlueZError.failed(reason: "x").isTimeout)
+    }
+
     @Test func acquireNotifyRefusalsFallBackToStartNotify() {
         for error: BlueZError in [.notSupported, .unknownMethod, .failed(reason: "x"), .notPermitted,
                                   .other(name: "org.example.Error", message: "")] {

@@ -129,6 +129,21 @@ def test_the_agent_answers_only_for_saved_devices_that_pair(run_gattbridge, mosq
     assert PASSKEY not in bridge.process.stderr and "135790" not in bridge.process.stderr
 
 
+def test_a_pair_answered_after_the_timeout_keeps_the_bond(run_gattbridge, peripheral, central, bluez):
+    """bluetoothd answers Pair only after the service discovery that follows the bonding; when that stalls past the
+    timeout (seen on real BlueZ: an ATT request waiting out its 30 s), the device is Paired already. `pair` then
+    keeps the bond and succeeds instead of cancelling it and exiting 75."""
+    bulb = peripheral("led", BULB)
+    bulb.wait_for({"event": "state", "led": "00"})
+    bluez.set_pair_reply_delay(8)
+    proc = run_gattbridge(["pair", BULB, "--timeout", "3"])
+    proc.wait(30)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout_lines[0] == f"paired {BULB}", proc.stdout
+    assert central.device_property(BULB, "Paired") is True
+    assert central.device_property(BULB, "Trusted") is True
+
+
 def test_pair_and_unpair_commands(run_gattbridge, peripheral, central, tmp_path):
     """BlueZoo pairs just works only (a passkey agent makes its Pair fail): exit codes and bond state."""
     bulb = peripheral("led", BULB)

@@ -122,16 +122,28 @@ attempt() {
     return "$rc"
 }
 
-# Debian 12's guest kernel (6.1) sometimes corrupts a list in hci_chan_del when a bonded device reconnects right
-# after a bluetoothd restart (docs/REAL-BLUEZ.md): that oops is the guest kernel's, not gattbridge's, and takes
-# bluetoothd with it. Only then is the whole tier run once more; the first attempt's logs stay in $OUT.oops.
+# The guest's own stack fails now and then in ways that are not gattbridge's (docs/REAL-BLUEZ.md):
+# - Debian 12's guest kernel (6.1) sometimes corrupts a list in hci_chan_del when a bonded device reconnects right
+#   after a bluetoothd restart, an oops that takes bluetoothd with it;
+# - bluetoothd 5.66, which plays both the central and the peripherals here, sometimes leaves an ATT request between
+#   its two roles unanswered (an Exchange MTU or Read on a private-address device's extra EATT channel after its
+#   identity is resolved) and logs "Operation timed out" 30 s later; its Pair answer and the next connections stall
+#   behind it (seen once in CI: `pair RPA` → NoReply, then the privacy scenarios failed).
+# Only when the first attempt failed and one of these shows in its logs is the whole tier run once more; that
+# attempt's logs stay in $OUT.first. A failure without such a sign, or a second failure, fails the tier.
+guest_stack_failed() {
+    grep -qsE "list_del corruption|Oops|BUG: |general protection fault|Kernel panic" \
+        "$OUT/console.log" "$OUT/logs/dmesg.log" && { echo "the guest kernel oopsed (dmesg.log)"; return 0; }
+    grep -qs "att.c:timeout_cb() .*Operation timed out" "$OUT/logs/bluetoothd.log" &&
+        { echo "the guest's bluetoothd left an ATT request between its own roles unanswered (bluetoothd.log)"; return 0; }
+    return 1
+}
 rc=0
 attempt || rc=$?
-if [ "$rc" != 0 ] && grep -qsE "list_del corruption|Oops|BUG: |general protection fault|Kernel panic" \
-        "$OUT/console.log" "$OUT/logs/dmesg.log"; then
-    log "the guest kernel oopsed (see $OUT.oops/logs/dmesg.log): not a gattbridge failure; running the scenarios once more"
-    rm -rf "$OUT.oops"
-    mv "$OUT" "$OUT.oops"
+if [ "$rc" != 0 ] && why=$(guest_stack_failed); then
+    log "$why: not a gattbridge failure; running the scenarios once more (first attempt's logs in $OUT.first)"
+    rm -rf "$OUT.first"
+    mv "$OUT" "$OUT.first"
     rc=0
     attempt || rc=$?
 fi
