@@ -70,7 +70,7 @@ test: setup
 	bash scripts/check-unit.sh
 	$(MAKE) fuzz-smoke
 	$(MAKE) test-deb DEB_BIN_TARGET=bench-build DEB_BIN=$(BENCH_BIN)
-	$(MAKE) test-realbluez-deb DEB_BIN_TARGET=bench-build DEB_BIN=$(BENCH_BIN)
+	$(MAKE) test-realbluez-deb DEB_BIN_TARGET=bench-build DEB_BIN=$(BENCH_BIN) REALBLUEZ_PRIVACY=0
 	$(MAKE) bench-fleet
 	$(MAKE) soak DURATION=$(TEST_SOAK_SECONDS)
 

@@ -80,6 +80,7 @@ attempt() {
     {
         echo "REALBLUEZ_BTMON=${REALBLUEZ_BTMON:-0}"
         echo "REALBLUEZ_DBUS_MONITOR=${REALBLUEZ_DBUS_MONITOR:-0}"
+        echo "REALBLUEZ_PRIVACY=${REALBLUEZ_PRIVACY:-1}"
         printf 'PYTEST_ARGS=%q\n' "${PYTEST_ARGS:-}"
         printf 'GATTBRIDGE_BIN=%q\n' "$BIN"
     } > "$OUT/guest.env"
