@@ -205,7 +205,9 @@ struct JSONParser {
             guard digits() > 0 else { throw error("invalid number: digits expected in exponent") }
         }
         let text = String(decoding: bytes[start..<offset], as: UTF8.self)
-        if isInteger, let value = Int(text) { return .int(value) }
+        // "-0" stays a double: an integer has no negative zero, and the writer spells -0.0 as "-0", so reading
+        // it as the integer 0 would change the document on a round trip.
+        if isInteger, let value = Int(text), value != 0 || bytes[start] != UInt8(ascii: "-") { return .int(value) }
         guard let value = Double(text) else { throw error("invalid number") }
         return .double(value)
     }

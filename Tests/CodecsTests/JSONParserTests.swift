@@ -19,6 +19,16 @@ import Testing
         #expect(try JSONValue.parse("9223372036854775807") == .int(Int.max))
     }
 
+    /// Negative zero survives a round trip (found by FuzzCodecs: "-0e10" was written "-0" and read back as 0).
+    @Test func negativeZeroRoundTrips() throws {
+        for text in ["-0", "-0e10", "-0.0"] {
+            let value = try JSONValue.parse(text)
+            #expect(value.serialized == "-0")
+            #expect(try JSONValue.parse(value.serialized).serialized == "-0")
+        }
+        #expect(try JSONValue.parse("0").serialized == "0")
+    }
+
     @Test func stringEscapes() throws {
         #expect(try JSONValue.parse(#""a\"\\\/\b\f\n\r\t\u00e9\u20AC""#) == .string("a\"\\/\u{08}\u{0C}\n\r\té€"))
         #expect(try JSONValue.parse(#""\ud83d\ude00""#) == .string("😀"))

@@ -118,12 +118,6 @@ struct SessionLoop {
             jobs += ready.map(\.job)
             if stopping && cleanupsDone == cleanupsAsked { isFinished = true }
         case .commandFinished(let id, let outcome):
-            if let command = scheduler.running, command.id == id, outcome == .done, !command.isGet,
-               let channel = channels[command.channel], mode(of: channel) == .read, let job = readJob(channel) {
-                // A read-mode channel has no notification to show the new state: read it back, so a Home Assistant
-                // switch does not flip back until the next poll.
-                jobs.append(job)
-            }
             report(scheduler.finish(id, outcome))
             pumpCommands(&jobs)
         case .pollDue(let channel, let epoch):
@@ -573,6 +567,11 @@ struct SessionLoop {
         case .set(let bytes):
             let chunks = CommandEncoding.chunks(bytes, channel: channel, mtu: info.mtu)
             let type = CommandEncoding.writeType(channel, info)
+            // A read-mode channel has no notification to show the new state: it is read back, so a Home Assistant
+            // switch does not flip back until the next poll. Inside the command's own job, so the next command
+            // waits for it and read-backs are published in command order (a read-back beside the next write could
+            // publish the older value last).
+            let readBack = mode(of: channel) == .read ? readJob(channel) : nil
             return {
                 var written = 0
                 do throws(BlueZError) {
@@ -580,6 +579,7 @@ struct SessionLoop {
                         try await gatt.write(characteristic: info.path, chunk, type: type)
                         written += 1
                     }
+                    if let readBack { await readBack() }
                     inbox.yield(.commandFinished(id, .done))
                 } catch {
                     inbox.yield(.commandFinished(id, Self.outcome(of: error, written: written, what: "write",
