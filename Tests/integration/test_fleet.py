@@ -17,7 +17,7 @@ import random
 import signal
 import time
 
-from bench.bench import CENTRAL_ADDRESS
+from bench.bench import CENTRAL_ADDRESS, MqttClient
 from bench.peripherals import heart_rate
 
 from bridge_helpers import BASE, Bridge, assert_consecutive, channel, device, heart_rate_index, to_yaml
@@ -239,9 +239,58 @@ def test_a_broker_restart_during_a_handover_ends_with_one_owner(bench, run_gattb
     # After the restart the fleet settles on one owner, whichever: b if the release survived, else the claim
     # rule (b hears it stronger and claims first).
     owner = wait_single_owner(mqtt, fleet, wait_until, "strap", timeout=45)
-    mqtt.wait_for(fleet.topic("strap", "availability"), "online", 30)
+    # What the broker keeps, read afresh (the test client's own copies include what it had before the restart).
+    wait_until(lambda: retained(mosquitto, fleet.topic("strap", "availability")) == "online", 30,
+               "the device's retained availability is not online")
     assert fleet.owners("strap") == [owner]
     assert owner_of(mqtt, fleet, "strap") == owner
+
+
+def retained(mosquitto, topic: str):
+    """The retained payload the broker holds on `topic` now (None: none), read by a new client."""
+    client = MqttClient("127.0.0.1", mosquitto.port, topics=[topic])
+    try:
+        return client.wait_for(topic, None, 2).text
+    except TimeoutError:
+        return None
+    finally:
+        client.close()
+
+
+def test_an_owner_back_after_its_will_fired_leaves_the_device_to_the_new_owner(
+        bench, run_gattbridge, peripheral, mosquitto, mqtt, wait_until, tmp_path):
+    """SPEC §10, the race "an owner that returns after its will fired": a is frozen (SIGSTOP) past 1.5 × keepalive,
+    so the broker fires its will while a still has the device connected; b takes the device over. When a runs
+    again it reconnects, listens, finds b's record and gives the device up silently: it neither says its stale
+    `online` again nor puts `offline` over b's `online`."""
+    peripheral("heart_rate", STRAP, rate=2)
+    fleet = Fleet(bench, run_gattbridge, mosquitto, tmp_path, [strap_device()], 2)
+    fleet.rssi("a", STRAP, -50)
+    fleet.rssi("b", STRAP, -70)
+    fleet.start_all()
+    assert wait_single_owner(mqtt, fleet, wait_until, "strap", expected="a") == "a"
+    availability = fleet.topic("strap", "availability")
+    mqtt.wait_for(availability, "online", 20)
+    a, b = fleet.bridges["a"].process, fleet.bridges["b"].process
+
+    mark = mqtt.mark()
+    a.signal(signal.SIGSTOP)
+    try:
+        mqtt.wait_for(fleet.topic("bridge", "a", "state"), "offline", 30, since=mark)   # keepalive 10 s
+        wait_until(lambda: owner_of(mqtt, fleet, "strap") == "b" and "owning device strap" in b.stderr, 30,
+                   "b did not take the device over")
+        mqtt.wait_for(availability, "online", 30, since=mark)
+    finally:
+        a.signal(signal.SIGCONT)
+    back = len(a.stderr_lines)
+    mqtt.wait_for(fleet.topic("bridge", "a", "state"), "online", 30, since=mark)
+    a.wait_for_line("giving up device strap", 30, stream="stderr", since=back)
+    # a's session has torn down (what it would have said as `offline` is said by now).
+    a.wait_for_line(lambda line: "device=strap" in line and "availability offline" in line, 30,
+                    stream="stderr", since=back)
+    assert wait_single_owner(mqtt, fleet, wait_until, "strap", expected="b") == "b"
+    wait_until(lambda: retained(mosquitto, availability) == "online", 15,
+               "the returning owner overwrote the new owner's availability")
 
 
 def fleet_request(mqtt, fleet: Fleet, verb: str, body: dict = None, bridge: str = None) -> str:

@@ -41,10 +41,17 @@ public actor BridgeCore {
     private var reportedRetained: Set<String> = []
     /// Fleet (SPEC §10): the devices this bridge owns, as the `FleetFeature` decides.
     let ownership: OwnershipBoard
+    /// Sessions pair only once the pairing agent is registered (nil: no agent feature, pair at once).
+    private let agentReadiness: AgentReadiness?
+    /// Fleet: commands for held devices (`OwnershipAction.hold`), in arrival order.
+    private var heldCommands: [String: [MQTTMessage]] = [:]
+    static let maxHeldCommands = 64
 
     public init(config: BridgeConfig, bluez: BlueZClient, link: MQTTLink, discovery: DiscoveryCoordinator,
-                features: [any BridgeFeature], logger: Logger, statusChanged: @escaping @Sendable () -> Void = {}) {
+                features: [any BridgeFeature], logger: Logger, agentReadiness: AgentReadiness? = nil,
+                statusChanged: @escaping @Sendable () -> Void = {}) {
         self.config = config
+        self.agentReadiness = agentReadiness
         self.bluez = bluez
         self.link = link
         self.logger = logger
@@ -129,6 +136,9 @@ public actor BridgeCore {
         let environment = SessionEnvironment(
             gatt: bluez, gate: gate, discovery: device.adapter == nil ? anyDiscovery : discovery, publisher: link,
             topics: topics, logger: logger,
+            agentReady: { [agentReadiness] needsKeyboard, limit in
+                await agentReadiness?.wait(needsKeyboard: needsKeyboard, within: limit) ?? true
+            },
             report: { report in
                 switch report {
                 case .availability(let online):
@@ -165,7 +175,14 @@ public actor BridgeCore {
         switch request {
         case .republish(let states):
             for session in sessions.values { session.send(.republish(states: states)) }
+        case .hold(let name, let held):
+            guard ownership.setHeld(name, held: held), let session = sessions[name] else { break }
+            host.emit(.held(session.config, held))
+            if !held, let waiting = heldCommands.removeValue(forKey: name) {
+                for message in waiting { handle(message) }
+            }
         case .ownership(let name, let owned):
+            if !owned { heldCommands[name] = nil }      // another bridge took the device, and ran them
             guard ownership.set(name, owned: owned), let session = sessions[name] else { break }
             logger.notice("\(owned ? "owning" : "giving up") device \(name)")
             session.send(.machine(.ownership(owned)))
@@ -263,6 +280,16 @@ public actor BridgeCore {
         }
         // Fleet: the owner executes it (SPEC §10); every bridge receives it, so the others stay silent.
         guard ownership.owns(device.name) else { return }
+        if ownership.isHeld(device.name) {
+            // Run once the hold ends if the device is still ours; dropped if another bridge took it (it got the
+            // command too). Bounded: a hold lasts the 2 s a bridge listens after a broker connect.
+            if heldCommands[device.name, default: []].count < Self.maxHeldCommands {
+                heldCommands[device.name, default: []].append(message)
+            } else {
+                reject(message, "device \(device.name): too many commands while its ownership is being confirmed")
+            }
+            return
+        }
         guard let channel = device.channels.first(where: { $0.topicLevel == channelLevel }) else {
             return reject(message, "unknown channel \(channelLevel) on device \(device.name)")
         }

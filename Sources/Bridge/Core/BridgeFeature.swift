@@ -40,4 +40,9 @@ public struct FeatureContext: Sendable {
     public func setOwnership(_ device: String, owned: Bool) {
         host.requests.yield(.ownership(device: device, owned: owned))
     }
+
+    /// Fleet: an owned device is held (`OwnershipAction.hold`) or no longer.
+    public func setHeld(_ device: String, held: Bool) {
+        host.requests.yield(.hold(device: device, held: held))
+    }
 }

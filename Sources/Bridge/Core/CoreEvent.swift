@@ -32,6 +32,9 @@ public enum CoreEvent: Sendable {
     case sighting(DeviceConfig, Int?)
     /// Fleet: this bridge took (`owned`) or gave up a device.
     case ownership(DeviceConfig, owned: Bool)
+    /// Fleet: an owned device is held (`OwnershipAction.hold`): its availability is not said until the hold ends
+    /// (`false`) or, if the hold ends in a release, until this bridge owns it again.
+    case held(DeviceConfig, Bool)
     /// Fleet: a device given up is disconnected and its offline said; the release can be published.
     case released(DeviceConfig)
     /// Fleet: whether this bridge has a connection slot for the device, should it own it (`AdapterSet.hasRoom`).

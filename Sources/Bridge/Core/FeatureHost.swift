@@ -13,6 +13,8 @@ enum CoreRequest: Sendable {
     case republish(states: Bool)
     /// Fleet: this bridge now owns `device` (by name), or no longer does.
     case ownership(device: String, owned: Bool)
+    /// Fleet: an owned device is held while its owner learns whether it still owns it (`OwnershipAction.hold`).
+    case hold(device: String, held: Bool)
 }
 
 /// Fans the core's events out to the features (one stream each, so a slow feature delays only itself) and routes

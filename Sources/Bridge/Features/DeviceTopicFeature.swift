@@ -27,17 +27,35 @@ struct DeviceTopicFeature: BridgeFeature {
         var last: [String: (topic: String, payload: String)] = [:]
         var topics = BridgeTopics(base: "")
         var connectedBefore = false
+        var fleet = false
+        // Fleet: owned devices whose owner is not sure yet that it still owns them (`CoreEvent.held`).
+        var held: Set<String> = []
         for await event in events {
             switch event {
             case .configApplied(_, let config):
                 topics = BridgeTopics(base: config.mqtt.baseTopic)
+                fleet = config.fleet != nil
             case .brokerConnected:
                 // The first connect delivers what QoS 1 buffered meanwhile; sending it again would only repeat it.
                 // A reconnect may follow a broker restart that lost retained messages; QoS 0 was never buffered.
-                if connectedBefore || qos == 0 {
+                // In a fleet an owned device is held after every connect, and said again when the hold ends: a
+                // bridge cut off meanwhile may have lost it to another, whose word must stand.
+                if (connectedBefore || qos == 0) && !fleet {
                     for (topic, payload) in last.values { context.publish(topic, payload, qos: 1, retain: true) }
                 }
                 connectedBefore = true
+            case .held(let device, let isHeld):
+                if isHeld {
+                    held.insert(device.name)
+                } else if held.remove(device.name) != nil, let (topic, payload) = last[device.name] {
+                    context.publish(topic, payload, qos: 1, retain: true)
+                }
+            case .ownership(let device, let owned):
+                if owned {
+                    held.remove(device.name)
+                } else if held.contains(device.name) {
+                    last[device.name] = nil          // released silently: the new owner's word stands
+                }
             case .released(let device):
                 // Fleet: given up; its topics are the next owner's to keep (a reconnect must not replay ours).
                 last[device.name] = nil
@@ -47,6 +65,11 @@ struct DeviceTopicFeature: BridgeFeature {
             default:
                 guard let (device, payload) = value(event) else { break }
                 let topic = topic(topics, device)
+                if held.contains(device.name) {
+                    // Said when the hold ends, if the device is still ours; a silent release drops it.
+                    if last[device.name] != nil || payload != "offline" { last[device.name] = (topic, payload) }
+                    break
+                }
                 last[device.name] = (topic, payload)
                 context.publish(topic, payload, qos: qos, retain: true)
             }

@@ -41,6 +41,8 @@ struct FleetFeature: BridgeFeature {
                                     qos: 1, retain: false)
                 case .own(let owned):
                     context.setOwnership(name, owned: owned)
+                case .hold(let held):
+                    context.setHeld(name, held: held)
                 case .markOffline:
                     context.publish(topics.availability(device), "offline", qos: 1, retain: true)
                 case .schedule(let timer, let delay, let token):

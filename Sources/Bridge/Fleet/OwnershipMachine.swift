@@ -60,6 +60,11 @@ public enum OwnershipAction: Sendable, Hashable {
     case own(Bool)
     /// The owner's will fired: say `B/D/availability` `offline` (any live bridge may; the payload is the same).
     case markOffline
+    /// An owner back on the broker does not know yet whether another bridge took the device while it was cut off
+    /// (its will fired): while held it keeps the link but does not speak for the device (its commands wait, its
+    /// availability is not said again). `hold(false)`: still ours. A hold ended by `own(false)` instead is a silent
+    /// release: the new owner already said the device's availability, and ours must not overwrite it.
+    case hold(Bool)
     case schedule(OwnershipTimer, after: Duration, token: UInt64)
 }
 
@@ -180,7 +185,9 @@ public struct OwnershipMachine: Sendable {
             claimPending = false
             strongerSince = nil
             switch state {
-            case .owned: listeningWhileOwned = true    // an owner keeps its device through a broker outage
+            case .owned:                               // an owner keeps its device through a broker outage
+                if !listeningWhileOwned { out.append(.hold(true)) }
+                listeningWhileOwned = true
             case .releasing: break                     // the release it owes is still published
             default: state = .listening
             }
@@ -289,10 +296,14 @@ public struct OwnershipMachine: Sendable {
             listeningWhileOwned = false
             if wasOwned {
                 if let record, record.bridge != id, !offline.contains(record.bridge) {
-                    // Someone took the device while we were cut off (our will fired): theirs now.
+                    // Someone took the device while we were cut off (our will fired): theirs now, released silently
+                    // (the hold stays until this bridge owns the device again).
                     state = .idle
                     out.append(.own(false))
-                } else if record?.bridge != id || record?.rssi != reportedRSSI {
+                    break
+                }
+                out.append(.hold(false))
+                if record?.bridge != id || record?.rssi != reportedRSSI {
                     // Lost with the broker's retained state, or naming a dead bridge: ours, said again.
                     let since = record?.bridge == id ? record?.since ?? unixNow : unixNow
                     publishRecord(rssi: reportedRSSI, since: since, now: now, &out)

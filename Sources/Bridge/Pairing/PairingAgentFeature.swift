@@ -11,11 +11,13 @@ import Logging
 struct PairingAgentFeature: BridgeFeature {
     let bluez: BlueZClient
     let logger: Logger
+    /// Told what bluetoothd has registered, so sessions pair only through the agent (`AgentReadiness`).
+    var readiness = AgentReadiness()
 
     func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
         let agent = PairingAgent(policy: AgentPolicy(), logger: logger)
         await agent.export(on: bluez.connection)
-        let registrar = AgentRegistrar(bluez: bluez, agent: agent, logger: logger)
+        let registrar = AgentRegistrar(bluez: bluez, agent: agent, logger: logger, readiness: readiness)
         // Subscribed before anything is registered, so a bluetoothd restart from now on is seen.
         let bluezEvents = bluez.events()
         await withTaskGroup(of: Void.self) { group in
@@ -71,14 +73,18 @@ actor AgentRegistrar {
     let bluez: BlueZClient
     let agent: PairingAgent
     let logger: Logger
+    let readiness: AgentReadiness
     private var desired: AgentRegistration?
     /// What bluetoothd has now (nil: nothing registered).
-    private var registered: (capability: String, makeDefault: Bool)?
+    private var registered: (capability: String, makeDefault: Bool)? {
+        didSet { readiness.set(capability: registered?.capability) }
+    }
 
-    init(bluez: BlueZClient, agent: PairingAgent, logger: Logger) {
+    init(bluez: BlueZClient, agent: PairingAgent, logger: Logger, readiness: AgentReadiness = AgentReadiness()) {
         self.bluez = bluez
         self.agent = agent
         self.logger = logger
+        self.readiness = readiness
     }
 
     func apply(_ config: BridgeConfig) async {

@@ -60,19 +60,20 @@ public struct BridgeDaemon: Sendable {
         let (statusFeed, statusTrigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let statusChanged: @Sendable () -> Void = { statusTrigger.yield() }
         let discovery = DiscoveryCoordinator(bluez: bluez, logger: logger)
+        let agentReadiness = AgentReadiness()
         let features: [any BridgeFeature] = [
             DeviceTopicFeature.availability, DeviceTopicFeature.rssi, EventLogFeature(logger: logger),
             HomeAssistantFeature(version: version, logger: logger),
             BridgeAPIFeature(version: version, started: .now, bluez: bluez, link: link, discovery: discovery,
                              logger: logger),
             CommandReplyFeature(),
-            PairingAgentFeature(bluez: bluez, logger: logger),
+            PairingAgentFeature(bluez: bluez, logger: logger, readiness: agentReadiness),
             FleetFeature(logger: logger),
             AdapterFeature(),
             BridgeDeviceFeature(version: version, link: link, hostname: Hostname.current),
         ]
         let core = BridgeCore(config: config, bluez: bluez, link: link, discovery: discovery, features: features,
-                              logger: logger, statusChanged: statusChanged)
+                              logger: logger, agentReadiness: agentReadiness, statusChanged: statusChanged)
         let (settled, settledTrigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let status = StatusReporter(notifier: notifier, core: core, mqtt: link, bluez: bluez,
                                     allOnline: { settledTrigger.yield() })

@@ -59,13 +59,18 @@ struct SessionEnvironment: Sendable {
     let logger: Logger
     let policy: ReconnectPolicy
     let jitter: @Sendable () -> Double
+    /// Waits (at most the given time) until the pairing agent can answer this device's pairing; true when it can.
+    /// `Pair` before that would pair with bluetoothd's fallback capability (`AgentReadiness`).
+    let agentReady: @Sendable (_ needsKeyboard: Bool, _ within: Duration) async -> Bool
     /// Called from the session's loop, in order; must not block.
     let report: @Sendable (DeviceReport) -> Void
 
     init(gatt: any GATTClient, gate: ConnectGate<String>, discovery: any DiscoveryControl,
          publisher: any MessagePublisher, topics: BridgeTopics, logger: Logger, policy: ReconnectPolicy = .standard,
          jitter: @escaping @Sendable () -> Double = { Double.random(in: -1...1) },
+         agentReady: @escaping @Sendable (Bool, Duration) async -> Bool = { _, _ in true },
          report: @escaping @Sendable (DeviceReport) -> Void) {
+        self.agentReady = agentReady
         self.gatt = gatt
         self.gate = gate
         self.discovery = discovery

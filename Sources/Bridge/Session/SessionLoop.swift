@@ -266,7 +266,14 @@ struct SessionLoop {
                 return
             }
             logger.info("pairing (pairing: \(config.pairing.mode.rawValue))")
+            let agentReady = env.agentReady, needsKeyboard = config.pairing.mode == .passkey, logger = self.logger
             afterCleanups(&jobs) {
+                guard await agentReady(needsKeyboard, .seconds(10)) else {
+                    logger.warning("the pairing agent is not registered with bluetoothd; pairing later")
+                    inbox.yield(.machine(.failure(.other("the pairing agent is not registered with bluetoothd"),
+                                                  generation)))
+                    return
+                }
                 do throws(BlueZError) {
                     try await gatt.pair(device: path, timeout: timeout)
                     inbox.yield(.machine(.pairSucceeded(generation)))

@@ -24,6 +24,32 @@ import Testing
         }
     }
 
+    /// Fleet: after a reconnect an owned device is held until its owner knows the device is still its own. Then its
+    /// availability is said again; a hold that ends in a release (another bridge took the device while this one was
+    /// cut off) says nothing, so the new owner's `online` stands.
+    @Test func aHeldDeviceIsSaidAgainOnlyIfStillOwned() async throws {
+        let fridge = DeviceConfig(name: "fridge", address: BluetoothAddress("C0:FF:EE:00:00:04")!, channels: [])
+        try await withFeature(DeviceTopicFeature.availability) { host, link in
+            var config = testConfig(devices: [lamp, fridge])
+            config.fleet = FleetSettings(id: "a", handoverAfter: .seconds(30))
+            host.emit(.configApplied(old: nil, new: config))
+            host.emit(.brokerConnected)
+            host.emit(.availability(lamp, online: true))
+            host.emit(.availability(fridge, online: true))
+            host.emit(.brokerDisconnected)
+            host.emit(.brokerConnected)                               // nothing said before the hold is decided
+            host.emit(.held(lamp, true))
+            host.emit(.held(fridge, true))
+            host.emit(.held(lamp, false))                             // still ours: said again
+            host.emit(.ownership(fridge, owned: false))               // taken meanwhile: released silently
+            host.emit(.availability(fridge, online: false))
+            host.emit(.deviceRemoved(lamp, topics: BridgeTopics(base: "b")))
+            try await eventually("lamp cleared") { link.payloads("b/lamp/availability").last == "" }
+            #expect(link.payloads("b/lamp/availability") == ["online", "online", ""])
+            #expect(link.payloads("b/fridge/availability") == ["online"])
+        }
+    }
+
     @Test func rssiFollowsTheBaseTopicOfTheConfigApplied() async throws {
         try await withFeature(DeviceTopicFeature.rssi) { host, link in
             host.emit(.configApplied(old: nil, new: testConfig(base: "one", devices: [lamp])))

@@ -113,10 +113,15 @@ import Testing
         f.down.remove("a")
         f.send("a", .brokerDisconnected)
         f.send("a", .brokerConnected)
-        #expect(f.bridges["a"]!.machine.owns)             // the device stays up while it listens
+        #expect(f.bridges["a"]!.machine.owns)             // the device stays up while it listens,
+        // Held: its commands wait, its availability is not said.
+        #expect(f.bridges["a"]!.log.filter(\.isNotSchedule).last == .hold(true))
         f.send("a", .owner(f.retained!))
         f.fire("a", .listen)
         #expect(f.owners == ["b"])
+        // Released with the hold still on: the core drops the waiting commands (b ran them) and a's session says
+        // no `offline` over b's `online`.
+        #expect(f.bridges["a"]!.log.filter(\.isNotSchedule).suffix(2) == [.hold(true), .own(false)])
     }
 
     @Test func anOwnerReturningBeforeAnyClaimKeepsTheDevice() {
@@ -221,5 +226,11 @@ import Testing
         f.fire("a", .handover)
         #expect(f.owners == ["b"])
         #expect(f.retained == OwnerRecord(bridge: "b", rssi: -85, since: f.retained!.since))
+    }
+}
+
+extension OwnershipAction {
+    var isNotSchedule: Bool {
+        if case .schedule = self { false } else { true }
     }
 }

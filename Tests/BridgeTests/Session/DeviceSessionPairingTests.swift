@@ -36,6 +36,38 @@ import Testing
         }
     }
 
+    /// bluetoothd takes the pairing's capability from the caller's agent when `Pair` arrives: a session started
+    /// before the agent is registered (with `KeyboardOnly`, for a passkey) waits for it instead of pairing as
+    /// just-works and failing.
+    @Test func pairingWaitsForTheAgentWithTheRightCapability() async throws {
+        var config = try base.device()
+        config.pairing = PairingConfig(mode: .passkey, passkey: Secret("123456"))
+        let readiness = AgentReadiness()
+        let session = base.gatt.session(config, recorder: base.recorder, agentReadiness: readiness)
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await session.run() }
+            try await eventually("connect slot taken") { base.gatt.state.withLock { $0.lookupsDone } >= 1 }
+            readiness.set(capability: "NoInputNoOutput")        // registered, but cannot type a passkey
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(base.gatt.state.withLock { $0.pairs } == 0)
+            readiness.set(capability: "KeyboardOnly")
+            try await eventually("online") { base.recorder.availability == [false, true] }
+            #expect(base.gatt.state.withLock { ($0.pairs, $0.connects) } == (1, 1))
+            await session.stop()
+        }
+    }
+
+    @Test func readinessWaitEndsAtItsLimitOrWhenCancelled() async {
+        let readiness = AgentReadiness()
+        #expect(await readiness.wait(needsKeyboard: false, within: .milliseconds(20)) == false)
+        readiness.set(capability: "NoInputNoOutput")
+        #expect(await readiness.wait(needsKeyboard: false, within: .milliseconds(20)) == true)
+        #expect(await readiness.wait(needsKeyboard: true, within: .milliseconds(20)) == false)
+        let waiting = Task { await readiness.wait(needsKeyboard: true, within: .seconds(60)) }
+        waiting.cancel()
+        #expect(await waiting.value == false)
+    }
+
     /// A device bonded while it used a resolvable private address: BlueZ keeps the object named after that address,
     /// with `Address` now the identity address the config holds. The session pairs and connects that object.
     @Test func theObjectBlueZReportsForTheAddressIsTheOneUsed() async throws {

@@ -202,11 +202,14 @@ extension FakeGATT {
     /// A session on this fake whose values, discovery and reports go to `recorder`, with the fast test policy and no
     /// jitter; `onReport` also sees each report.
     func session(_ config: DeviceConfig, recorder: SessionRecorder, adapter: AdapterInfo? = FakeGATT.adapter(),
-                 owned: Bool = true, onReport: @escaping @Sendable (DeviceReport) -> Void = { _ in }) -> DeviceSession {
+                 owned: Bool = true, agentReadiness: AgentReadiness? = nil,
+                 onReport: @escaping @Sendable (DeviceReport) -> Void = { _ in }) -> DeviceSession {
         let environment = SessionEnvironment(
             gatt: self, gate: ConnectGate<String>(), discovery: recorder, publisher: recorder,
             topics: BridgeTopics(base: "b"), logger: Logger(label: "test"), policy: DeviceSessionTests.fastPolicy,
-            jitter: { 0 }, report: { recorder.record($0); onReport($0) })
+            jitter: { 0 },
+            agentReady: { keyboard, limit in await agentReadiness?.wait(needsKeyboard: keyboard, within: limit) ?? true },
+            report: { recorder.record($0); onReport($0) })
         return DeviceSession(config: config, environment: environment, adapter: adapter, bluezAvailable: true,
                              owned: owned)
     }
