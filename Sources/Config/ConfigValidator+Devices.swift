@@ -6,14 +6,18 @@ extension ConfigValidator {
     static let optionalDeviceKeys = ["adapter"]
     /// `B/bridge/…` carries the bridge's own state, events and log.
     static let reservedDeviceLevels: Set<String> = ["bridge"]
+    /// Levels under `B/D/` that the bridge itself publishes (SPEC §4 availability, RSSI, and the fleet's `B/D/owner`
+    /// record, reserved with or without `bridge:` so a config can join a fleet unchanged).
+    static let reservedChannelLevels: Set<String> = ["availability", "rssi", "owner"]
 
-    mutating func devices(_ node: YAMLNode) -> [DeviceConfig] {
+    mutating func devices(_ node: YAMLNode, adapters: [AdapterSetting]? = nil) -> [DeviceConfig] {
         if node.isNull { return [] }
         guard case .sequence(let items) = node.content else {
             report(node, "devices must be a list of devices, got \(node.kindDescription)")
             return []
         }
         var registry = DeviceRegistry()
+        registry.adapters = adapters.map { $0.map(\.name) }
         return items.enumerated().compactMap { index, item in
             device(item, index: index, registry: &registry, source: DeviceSource(kind: .config, file: file, line: item.line))
         }
@@ -74,7 +78,12 @@ extension ConfigValidator {
             channels = self.channels(value, device: name.map { "device \"\($0)\"" } ?? context, deviceContext: context)
         }
         let pairing = self.pairing(fields, context: context)
-        let adapter = fields["adapter"].flatMap { deviceAdapter($0, context: context) }
+        var adapter = fields["adapter"].flatMap { deviceAdapter($0, context: context) }
+        if let name = adapter?.name, let listed = registry.adapters, !listed.contains(name), let node = fields["adapter"] {
+            // A device pinned to an adapter the bridge does not use would never connect, without a word.
+            report(node, "adapter \(name) of \(context) is not in bluetooth.adapters (\(listed.joined(separator: ", "))); add it there or use any")
+            adapter = .invalid
+        }
         guard let name, let address, !channels.isEmpty, let pairing, adapter != .invalid else { return nil }
         return DeviceConfig(name: name, address: address, channels: channels, source: source, pairing: pairing,
                             adapter: adapter?.name)
@@ -102,7 +111,7 @@ extension ConfigValidator {
             if level.isEmpty {
                 report(levelNode, "channel \"\(channel.name)\" is empty as an MQTT topic level")
                 failed = true
-            } else if level == "availability" || level == "rssi" {
+            } else if Self.reservedChannelLevels.contains(level) {
                 report(levelNode, "channel \"\(channel.name)\" in \(deviceContext) cannot use the topic level \"\(level)\" (the bridge publishes the device's \(level) there)")
                 failed = true
             } else if let first = levels[level] {
@@ -128,6 +137,8 @@ struct DeviceRegistry {
     var addresses: [BluetoothAddress: (name: String, position: String)] = [:]
     /// Positions read `FILE:LINE:COLUMN` rather than `LINE:COLUMN`: set when devices of several files meet.
     var qualified = false
+    /// `bluetooth.adapters` by name (nil: every adapter BlueZ has): a device may only be pinned to one of them.
+    var adapters: [String]?
 
     init() {}
 

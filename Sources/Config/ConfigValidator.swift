@@ -25,7 +25,7 @@ struct ConfigValidator {
         if let node = fields["mqtt"] { config.mqtt = mqtt(node) }
         if let node = fields["bluetooth"] { config.bluetooth = bluetooth(node) }
         if let node = fields["homeassistant"] { config.homeassistant = homeassistant(node) }
-        if let node = fields["devices"] { config.devices = devices(node) }
+        if let node = fields["devices"] { config.devices = devices(node, adapters: config.bluetooth.adapters) }
         bridgeSettings(fields, into: &config)
         return config
     }

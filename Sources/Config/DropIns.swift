@@ -34,6 +34,7 @@ extension ConfigLoader {
                                                                       message: "cannot read the drop-in directory: \(error)")])
         }
         var registry = DeviceRegistry(devices: config.devices)
+        registry.adapters = config.bluetooth.adapters.map { $0.map(\.name) }
         for name in names {
             let file = directory + "/" + name
             do throws(ConfigErrors) {
@@ -72,8 +73,10 @@ extension ConfigLoader {
     /// A device object given as JSON (a `device/add` request), checked exactly like a device of the config file and
     /// against the devices already running; issues carry JSON paths (`channels[0].codec`). `file` is where it will be
     /// saved, its source.
-    public static func validateDevice(json: JSONValue, file: String, existing: [DeviceConfig]) throws(ConfigErrors) -> DeviceConfig {
+    public static func validateDevice(json: JSONValue, file: String, existing: [DeviceConfig],
+                                      adapters: [AdapterSetting]? = nil) throws(ConfigErrors) -> DeviceConfig {
         var registry = DeviceRegistry(devices: existing)
+        registry.adapters = adapters.map { $0.map(\.name) }
         return try validateDevice(YAMLNode(json: json, path: ""), file: file, registry: &registry,
                                   source: DeviceSource(kind: .api, file: file, line: 0))
     }

@@ -1,3 +1,4 @@
+import Codecs
 import Testing
 @testable import Config
 
@@ -51,6 +52,22 @@ import Testing
         #expect(issues(oneDevice + "\n    adapter: usb0\n") == [
             "config.yaml:8:14: adapter in device \"strap\" must be \"any\" or an adapter name like \"hci0\", got \"usb0\"",
         ])
+    }
+
+    /// A device pinned to an adapter the bridge does not use would never connect: an error, in the main file and in
+    /// a device added over the bridge API alike.
+    @Test func aPinnedAdapterMustBeListed() throws {
+        let listed = "bluetooth:\n  adapters: [hci0, hci1]\n"
+        #expect(try config(listed + oneDevice + "\n    adapter: hci1\n").devices[0].adapter == "hci1")
+        #expect(issues(listed + oneDevice + "\n    adapter: hci3\n") == [
+            "config.yaml:10:14: adapter hci3 of device \"strap\" is not in bluetooth.adapters (hci0, hci1); add it there or use any",
+        ])
+        let json = try JSONValue.parse(#"{"name":"lamp","address":"C0:FF:EE:00:00:09","adapter":"hci2","channels":[{"name":"c","characteristic":"2a19","codec":"uint8"}]}"#)
+        #expect(throws: ConfigErrors.self) {
+            try ConfigLoader.validateDevice(json: json, file: "lamp.yaml", existing: [],
+                                            adapters: [AdapterSetting(name: "hci0")])
+        }
+        #expect(try ConfigLoader.validateDevice(json: json, file: "lamp.yaml", existing: []).adapter == "hci2")
     }
 
     @Test func aDeviceMovedToAnotherAdapterHasChanged() throws {

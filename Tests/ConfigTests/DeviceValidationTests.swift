@@ -81,12 +81,14 @@ import Testing
               - { name: availability, characteristic: "2a19", codec: uint8 }
               - { name: "x#", characteristic: "2a19", codec: uint8 }
               - { name: "x+", characteristic: "2a19", codec: uint8 }
+              - { name: state, characteristic: "2a19", codec: uint8, topic: owner }
         """
         #expect(issues(yaml) == [
             "config.yaml:6:17: duplicate channel name \"temp\" in device \"d\" (first at 5:17)",
             "config.yaml:7:73: channel \"humidity\" in device \"d\" has the same topic level \"temp\" as channel \"temp\" at 5:17",
             "config.yaml:8:17: channel \"availability\" in device \"d\" cannot use the topic level \"availability\" (the bridge publishes the device's availability there)",
             "config.yaml:10:17: channel \"x+\" in device \"d\" has the same topic level \"x_\" as channel \"x#\" at 9:17",
+            "config.yaml:11:69: channel \"state\" in device \"d\" cannot use the topic level \"owner\" (the bridge publishes the device's owner there)",
         ])
     }
 

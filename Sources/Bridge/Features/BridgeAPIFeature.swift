@@ -247,7 +247,8 @@ struct BridgeAPIFeature: BridgeFeature {
         let path = DropInStore.path(for: name.isEmpty ? "device" : name, stateDir: config.stateDir)
         let device: DeviceConfig
         do throws(ConfigErrors) {
-            device = try ConfigLoader.validateDevice(json: object, file: path, existing: config.devices)
+            device = try ConfigLoader.validateDevice(json: object, file: path, existing: config.devices,
+                                                     adapters: config.bluetooth.adapters)
         } catch {
             return BridgeResponse.error(error.issues.map(\.description).joined(separator: "; "), transaction: transaction)
         }
