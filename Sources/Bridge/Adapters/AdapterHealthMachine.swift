@@ -57,6 +57,10 @@ public struct AdapterHealthMachine: Sendable {
     private var running: Step?
     private var backoff: Duration?
     private var retryAt: ContinuousClock.Instant?
+    /// A window after a discovery restart that answered: if nothing has worked through the adapter by then, it is
+    /// still wedged. Without it an adapter whose devices all failed over elsewhere would see no operation at all
+    /// (nothing is placed on a recovering adapter, and it runs no discovery for others) and stay `recovering`.
+    private var recheckAt: ContinuousClock.Instant?
 
     public init(window: Duration = .seconds(60), firstBackoff: Duration = .seconds(30),
                 maxBackoff: Duration = .seconds(600)) {
@@ -76,6 +80,7 @@ public struct AdapterHealthMachine: Sendable {
         switch input {
         case .operationSucceeded:
             failingSince = nil
+            recheckAt = nil
             if state != .ok || nextStep != .restartDiscovery || retryAt != nil {
                 state = .ok
                 nextStep = .restartDiscovery
@@ -109,6 +114,7 @@ public struct AdapterHealthMachine: Sendable {
                 start(.powerCycle, &out)
             case (.restartDiscovery, true):
                 nextStep = .powerCycle
+                recheckAt = now + window
             case (.powerCycle, true):
                 nextStep = nil
                 // Nothing missing on it (its devices failed over elsewhere): no operation will come to prove it
@@ -139,11 +145,35 @@ public struct AdapterHealthMachine: Sendable {
             start(.restartDiscovery, &out)
             return
         }
+        if let recheck = recheckAt, state == .recovering, nextStep == .powerCycle {
+            guard now >= recheck else {
+                out.append(.wake(at: recheck))
+                return evaluateWindow(now: now, &out)
+            }
+            recheckAt = nil
+            if missingSince != nil {
+                // Nothing worked through it since the restart, and a device of it is still missing (or left it
+                // while it failed): still wedged.
+                failingSince = nil
+                start(.powerCycle, &out)
+            } else {
+                // Nothing is missing on it any more and nothing failed: no evidence of a wedge is left.
+                state = .ok
+                nextStep = .restartDiscovery
+                out.append(.changed)
+            }
+            return
+        }
+        evaluateWindow(now: now, &out)
+    }
+
+    private mutating func evaluateWindow(now: ContinuousClock.Instant, _ out: inout [Action]) {
         guard let failingSince, let missingSince else { return }
         let since = max(failingSince, missingSince)
         guard now - since >= window else { return out.append(.wake(at: since + window)) }
         // Wedged.
         self.failingSince = nil
+        recheckAt = nil
         guard let step = nextStep else {
             giveUp(now: now, &out)
             return evaluate(now: now, &out)     // arms the wake-up for the end of the backoff

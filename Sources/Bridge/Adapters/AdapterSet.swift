@@ -132,7 +132,9 @@ struct AdapterSet {
                        now: ContinuousClock.Instant) -> [AdapterHealthMachine.Action] {
         guard health[adapter] != nil else { return [] }
         switch input {
-        case .operationSucceeded, .stepFinished(_, ok: true, _): abandoned.remove(adapter)
+        // A discovery restart that answered proves little (the wedges seen fail connects, not discovery): the
+        // evidence stays for the machine's re-check a window later.
+        case .operationSucceeded, .stepFinished(.powerCycle, ok: true, _): abandoned.remove(adapter)
         default: break
         }
         var actions = health[adapter]!.handle(.deviceMissing(missing(on: adapter)), now: now)

@@ -95,6 +95,25 @@ import Testing
         #expect(machine.state == .ok)
     }
 
+    /// After a discovery restart that answered, a recovering adapter gets no operation to prove it either way (its
+    /// `any` devices went elsewhere, and it runs no discovery for others): a window later it is re-checked.
+    @Test func aRestartThatAnsweredIsRecheckedAWindowLater() {
+        var stillMissing = failing()
+        _ = stillMissing.handle(.tick, now: at(60))
+        #expect(stillMissing.handle(.stepFinished(.restartDiscovery, ok: true, error: nil), now: at(61))
+                == [.announce(.restartDiscovery, ok: true), .wake(at: at(121))])
+        #expect(stillMissing.handle(.tick, now: at(121)) == [.changed, .run(.powerCycle)])
+
+        var movedAway = failing()
+        _ = movedAway.handle(.tick, now: at(60))
+        _ = movedAway.handle(.stepFinished(.restartDiscovery, ok: true, error: nil), now: at(61))
+        _ = movedAway.handle(.deviceMissing(false), now: at(70))
+        #expect(movedAway.state == .recovering)
+        #expect(movedAway.handle(.tick, now: at(121)) == [.changed])
+        #expect(movedAway.state == .ok)
+        #expect(movedAway.recoveries == 1)
+    }
+
     @Test func aStepResultAfterTheAdapterRecoveredOnItsOwnChangesNothing() {
         var machine = failing()
         _ = machine.handle(.tick, now: at(60))
