@@ -164,6 +164,9 @@ public actor BridgeCore {
         byAddress[device.address] = session
         board.register(device.name)
         spawner.yield(session)
+        // Fleet: a session that starts without the device (a reload replaced the one that was releasing it, and
+        // stopped it disconnected) will never confirm that release; it is confirmed here, so the handover ends.
+        if ownership.isFleet && !ownership.owns(device.name) { host.emit(.released(device)) }
     }
 
     /// With MQTT 5 the broker sends no retained message on these (retain handling 2); on 3.1.1 `handle` drops them.
