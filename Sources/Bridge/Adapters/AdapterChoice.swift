@@ -1,8 +1,9 @@
 /// Which adapter a device connects through (SPEC §8), as a pure function of what the bridge knows, so every rule is
 /// tested by calling it.
 ///
-/// - A pinned device (`adapter: hciN`) uses that adapter whenever it exists, usable or not: its session then waits
-///   for it to be powered, as a single-adapter bridge always did.
+/// - A pinned device (`adapter: hciN`) uses that adapter whenever it exists and has room below `max_connections`,
+///   powered or not: its session then waits for it to be powered, as a single-adapter bridge always did. On a full
+///   adapter it waits for a slot (devices are placed in config order, so the earlier ones get the slots).
 /// - A device with `any` goes through the adapter that most recently saw it strongest among usable ones: powered,
 ///   healthy (not recovering or failed), and below `max_connections` (the device's own place counts as free).
 ///   Only sightings close to the newest one count (`recent`): an old strong reading from an adapter that lost
@@ -53,7 +54,7 @@ public enum AdapterChoice {
 
     /// The adapter for the device, or nil when none can take it (the session waits for one).
     public static func choose(pinned: String?, current: String?, candidates: [Candidate]) -> String? {
-        if let pinned { return candidates.contains { $0.name == pinned } ? pinned : nil }
+        if let pinned { return candidates.contains { $0.name == pinned && $0.hasRoom } ? pinned : nil }
         let usable = candidates.filter { $0.powered && $0.hasRoom }
         let healthy = usable.filter(\.healthy)
         return best(healthy.isEmpty ? usable : healthy, current: current)

@@ -73,4 +73,13 @@ import Testing
         #expect(AdapterChoice.choose(pinned: "hci0", current: nil, candidates: candidates) == "hci0")
         #expect(AdapterChoice.choose(pinned: "hci2", current: nil, candidates: candidates) == nil)
     }
+
+    /// `max_connections` holds for pinned devices too: on a full adapter the device waits for a slot.
+    @Test func aPinnedDeviceWaitsForRoomOnItsAdapter() {
+        let full = [Candidate(name: "hci0", powered: true, devices: 2, maxConnections: 2),
+                    Candidate(name: "hci1", powered: true)]
+        #expect(AdapterChoice.choose(pinned: "hci0", current: nil, candidates: full) == nil)
+        let room = [Candidate(name: "hci0", powered: true, devices: 1, maxConnections: 2)]
+        #expect(AdapterChoice.choose(pinned: "hci0", current: "hci0", candidates: room) == "hci0")
+    }
 }
