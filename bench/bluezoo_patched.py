@@ -41,7 +41,7 @@ replaced at start-up. Each patch says what is wrong in 1.0.2 and why the bench n
      only stopped discovery). And a wedge switch for the adapter tests: `org.bluezoo.Bench1.Wedge(y id)` on
      `/org/bluezoo/bench` makes that adapter fail every StartDiscovery (org.bluez.Error.Failed) and every
      Device1.Connect (org.bluez.Error.InProgress) until it is powered off (`Adapter1.Powered`), like a
-     controller that only a power cycle brings back.
+     controller that only a power cycle brings back; `WedgeSilently(y id)` leaves both unanswered instead.
 
 Bench control (not a fix): per-adapter RSSI of a peripheral, settable at run time over D-Bus (see its section).
 """
@@ -440,9 +440,28 @@ class _BenchSwitches(sdbus.DbusInterfaceCommonAsync, interface_name="org.bluezoo
         logger.info(f"Wedging {adapter} until it is power-cycled")
         adapter._bench_wedged = True
 
+    @sdbus.dbus_method_async(input_signature="y", input_args_names=["id"], flags=sdbus.DbusUnprivilegedFlag)
+    async def WedgeSilently(self, id: int) -> None:
+        """The other face of a wedge: StartDiscovery and Device1.Connect are never answered (bluetoothd stuck on
+        the controller) until the adapter is powered off; then they fail."""
+        adapter = self.mock.adapters.get(id)
+        if adapter is None:
+            raise DBusBluezFailedError("no such adapter")
+        logger.info(f"Wedging {adapter} silently until it is power-cycled")
+        adapter._bench_wedged = "silent"
+        adapter._bench_unwedged = asyncio.Event()
+
 
 def _wedged(adapter) -> bool:
     return getattr(adapter, "_bench_wedged", False)
+
+
+async def _wedge_answer(adapter, error) -> None:
+    """Raises `error` for a wedged adapter: at once, or (silent wedge) only once it is powered off."""
+    if _wedged(adapter) == "silent":
+        await adapter._bench_unwedged.wait()
+        raise DBusBluezFailedError("Not Powered")
+    raise error
 
 
 def _patch_adapters() -> None:
@@ -459,7 +478,7 @@ def _patch_adapters() -> None:
 
     async def wedged_start_discovery(self: Adapter) -> None:
         if _wedged(self):
-            raise DBusBluezFailedError("Operation failed (wedged controller)")
+            await _wedge_answer(self, DBusBluezFailedError("Operation failed (wedged controller)"))
         await start_discovery(self)
 
     _replace_dbus_method(Adapter, "StartDiscovery", wedged_start_discovery)
@@ -468,7 +487,7 @@ def _patch_adapters() -> None:
 
     async def wedged_connect(self: Device, uuid: Optional[str] = None) -> None:
         if _wedged(self.adapter):
-            raise DBusBluezInProgressError("In Progress")
+            await _wedge_answer(self.adapter, DBusBluezInProgressError("In Progress"))
         await connect(self, uuid)
 
     Device.connect = wedged_connect
@@ -478,6 +497,8 @@ def _patch_adapters() -> None:
 
     def powered_setter(self: Adapter, value: bool) -> None:
         if not value:
+            if _wedged(self) == "silent":
+                self._bench_unwedged.set()
             self._bench_wedged = False
             for device in list(self.devices.values()):
                 if device.connected or device.services:

@@ -138,6 +138,31 @@ def test_max_connections_sends_the_second_device_to_the_other_adapter(bench, per
     adapter_status(mqtt, central2, lambda a: a["connections"] == 1)
 
 
+def test_silently_wedged_adapter_is_power_cycled_and_the_device_returns(bench, peripheral, run_gattbridge, mosquitto,
+                                                                        mqtt, tmp_path):
+    """The other face of a wedge: bluetoothd never answers StartDiscovery or Connect (stuck on the controller).
+    Discovery starts that time out count against the adapter (connect timeouts do not: a device that is away makes
+    them too), and the ladder heals it."""
+    strap = peripheral("heart_rate", STRAP, rate=5)
+    start(run_gattbridge, tmp_path, mosquitto, [hr_device("strap", STRAP, adapter="hci0")], ["hci0"],
+          env={"GATTBRIDGE_WEDGE_WINDOW": "3"})
+    placed(mqtt, "strap", "hci0")
+
+    mark = mqtt.mark()
+    bench.bus.call("org.bluez", "/org/bluezoo/bench", "org.bluezoo.Bench1", "WedgeSilently", "y", 0)
+    strap.restart()          # link loss: nothing through hci0 is answered any more
+    mqtt.wait_for(topic("strap", "availability"), "offline", 15, mark)
+
+    def recovery(step, result):
+        return lambda m: m.json() == {"type": "adapter_recovery", "adapter": "hci0", "step": step, "result": result}
+    mqtt.wait_for(topic("bridge", "event"), recovery("restart_discovery", "failed"), 60, mark)
+    cycled = mqtt.wait_for(topic("bridge", "event"), recovery("power_cycle", "ok"), 30, mark)
+    after = mqtt.received().index(cycled)
+    mqtt.wait_for(topic("strap", "availability"), "online", 40, after)
+    status = adapter_status(mqtt, "hci0", lambda a: a["state"] == "ok" and a["connections"] == 1, 10, after)
+    assert status["recoveries"] == 1 and status["last_error"], status
+
+
 def test_wedged_adapter_is_power_cycled_and_the_device_returns(bench, peripheral, run_gattbridge, mosquitto, mqtt,
                                                                tmp_path):
     strap = peripheral("heart_rate", STRAP, rate=5)

@@ -51,7 +51,10 @@ public struct ReconnectPolicy: Sendable, Hashable {
             // BlueZ dropped the object: discover it again at once, back off if that keeps happening.
             .deviceGone: RetryRule(initialDelay: .seconds(1), maxDelay: .seconds(30), immediateAttempts: 1, then: .rediscover),
             .notConnected: RetryRule(initialDelay: .seconds(1), maxDelay: .seconds(30), then: .retryConnect),
-            .connectTimeout: RetryRule(initialDelay: .seconds(2), maxDelay: .seconds(60), then: .retryConnect),
+            // Unanswered: the device may be away, or bluetoothd stuck on a silent controller. A timeout does not
+            // count against the adapter (an absent device makes them too), so the retry goes through discovery,
+            // whose start the adapter's health does count: it works on a healthy radio and times out on a stuck one.
+            .connectTimeout: RetryRule(initialDelay: .seconds(2), maxDelay: .seconds(60), then: .rediscover),
             .resolveTimeout: RetryRule(initialDelay: .seconds(2), maxDelay: .seconds(60), then: .retryConnect),
             .subscribeFailed: RetryRule(initialDelay: .seconds(2), maxDelay: .seconds(60), then: .retryConnect),
             .noReply: RetryRule(initialDelay: .seconds(2), maxDelay: .seconds(60), then: .retryConnect),

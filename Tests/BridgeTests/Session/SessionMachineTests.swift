@@ -84,12 +84,12 @@ import Testing
             .emitEvent(.reconnectAttempt(attempt: 1, delay: .seconds(2))),
             .scheduleBackoff(.seconds(2), g + 1),
         ])
-        #expect(h.state == .backoff(.retryConnect))
+        #expect(h.state == .backoff(.rediscover))
         #expect(h.send(.connectSucceeded(g)) == [.disconnect])
-        #expect(h.state == .backoff(.retryConnect))
+        #expect(h.state == .backoff(.rediscover))
         #expect(h.send(.servicesResolved(g)) == [])
         #expect(h.send(.failure(.linkLost, g)) == [])
-        #expect(h.state == .backoff(.retryConnect))
+        #expect(h.state == .backoff(.rediscover))
     }
 
     @Test func lateGrantIsGivenBack() {
