@@ -147,6 +147,9 @@ def main() -> int:
             failures.append("a device is still recorded with the killed bridge")
 
         times = sorted(back.values())
+        late = sorted(n for n, t in back.items() if t > 30)
+        if late:
+            failures.append(f"online again more than 30 s after the will (SPEC §10): {late}")
         result = {
             "machine": machine(),
             "bridges": len(ids), "devices": len(names), "seed": args.seed,
