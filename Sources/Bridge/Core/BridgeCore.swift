@@ -45,6 +45,8 @@ public actor BridgeCore {
     private let agentReadiness: AgentReadiness?
     /// Fleet: commands for held devices (`OwnershipAction.hold`), in arrival order.
     private var heldCommands: [String: [MQTTMessage]] = [:]
+    /// Fleet: each session's values go through one of these, so a hold holds them too (by device name).
+    private var holders: [String: HoldingPublisher] = [:]
     static let maxHeldCommands = 64
 
     public init(config: BridgeConfig, bluez: BlueZClient, link: MQTTLink, discovery: DiscoveryCoordinator,
@@ -133,8 +135,10 @@ public actor BridgeCore {
 
     private func startSession(_ device: DeviceConfig, bluezAvailable: Bool) {
         let host = self.host, board = self.board, ownership = self.ownership, adapters = adapterInputs.continuation
+        let holder = HoldingPublisher(link)
+        holders[device.name] = holder
         let environment = SessionEnvironment(
-            gatt: bluez, gate: gate, discovery: device.adapter == nil ? anyDiscovery : discovery, publisher: link,
+            gatt: bluez, gate: gate, discovery: device.adapter == nil ? anyDiscovery : discovery, publisher: holder,
             topics: topics, logger: logger,
             agentReady: { [agentReadiness] needsKeyboard, limit in
                 await agentReadiness?.wait(needsKeyboard: needsKeyboard, within: limit) ?? true
@@ -180,12 +184,19 @@ public actor BridgeCore {
             for session in sessions.values { session.send(.republish(states: states)) }
         case .hold(let name, let held):
             guard ownership.setHeld(name, held: held), let session = sessions[name] else { break }
+            if held { holders[name]?.hold() } else { holders[name]?.release(deliver: true) }
             host.emit(.held(session.config, held))
             if !held, let waiting = heldCommands.removeValue(forKey: name) {
                 for message in waiting { handle(message) }
             }
         case .ownership(let name, let owned):
-            if !owned { heldCommands[name] = nil }      // another bridge took the device, and ran them
+            if !owned {
+                // Another bridge took the device: it ran these commands and publishes these notifications.
+                heldCommands[name] = nil
+                holders[name]?.release(deliver: false)
+            } else {
+                holders[name]?.release(deliver: true)      // owning it ends any hold (a no-op without one)
+            }
             guard ownership.set(name, owned: owned), let session = sessions[name] else { break }
             logger.notice("\(owned ? "owning" : "giving up") device \(name)")
             session.send(.machine(.ownership(owned)))
