@@ -108,6 +108,18 @@ def wait_single_owner(mqtt, fleet: Fleet, wait_until, name: str, timeout: float 
                                                 f"record {owner_of(mqtt, fleet, name)})")
 
 
+def strap_owned_by_a(bench, run_gattbridge, peripheral, mosquitto, mqtt, wait_until, tmp_path, a_rssi: int,
+                     b_rssi: int, rate: int = 2) -> Fleet:
+    """Two bridges and the strap, which a hears better and so owns; returns once a owns it."""
+    peripheral("heart_rate", STRAP, rate=rate)
+    fleet = Fleet(bench, run_gattbridge, mosquitto, tmp_path, [strap_device()], 2)
+    fleet.rssi("a", STRAP, a_rssi)
+    fleet.rssi("b", STRAP, b_rssi)
+    fleet.start_all()
+    assert wait_single_owner(mqtt, fleet, wait_until, "strap", expected="a") == "a"
+    return fleet
+
+
 def test_two_bridges_share_devices_then_fail_over(bench, run_gattbridge, peripheral, mosquitto, mqtt, wait_until,
                                                  tmp_path):
     peripheral("heart_rate", STRAP, rate=5)
@@ -189,12 +201,7 @@ def test_three_bridges_each_device_owned_once_and_the_killed_owners_devices_move
 
 def test_a_moved_peripheral_is_handed_over_once_without_flapping(bench, run_gattbridge, peripheral, mosquitto, mqtt,
                                                                 wait_until, tmp_path):
-    peripheral("heart_rate", STRAP, rate=5)
-    fleet = Fleet(bench, run_gattbridge, mosquitto, tmp_path, [strap_device()], 2)
-    fleet.rssi("a", STRAP, -60)
-    fleet.rssi("b", STRAP, -80)
-    fleet.start_all()
-    assert wait_single_owner(mqtt, fleet, wait_until, "strap", expected="a") == "a"
+    fleet = strap_owned_by_a(bench, run_gattbridge, peripheral, mosquitto, mqtt, wait_until, tmp_path, -60, -80, rate=5)
     mqtt.wait_for(fleet.topic("strap", "availability"), "online", 20)
 
     # ±5 dB of noise around a:-60 / b:-62 (no handover: far under 10 dB), then around a:-75 / b:-55 (one).
@@ -225,12 +232,7 @@ def test_a_moved_peripheral_is_handed_over_once_without_flapping(bench, run_gatt
 
 def test_a_broker_restart_during_a_handover_ends_with_one_owner(bench, run_gattbridge, peripheral, mosquitto, mqtt,
                                                                wait_until, tmp_path):
-    peripheral("heart_rate", STRAP, rate=2)
-    fleet = Fleet(bench, run_gattbridge, mosquitto, tmp_path, [strap_device()], 2)
-    fleet.rssi("a", STRAP, -60)
-    fleet.rssi("b", STRAP, -80)
-    fleet.start_all()
-    assert wait_single_owner(mqtt, fleet, wait_until, "strap", expected="a") == "a"
+    fleet = strap_owned_by_a(bench, run_gattbridge, peripheral, mosquitto, mqtt, wait_until, tmp_path, -60, -80)
 
     mark = mqtt.mark()
     fleet.rssi("b", STRAP, -40)
@@ -263,12 +265,7 @@ def test_an_owner_back_after_its_will_fired_leaves_the_device_to_the_new_owner(
     so the broker fires its will while a still has the device connected; b takes the device over. When a runs
     again it reconnects, listens, finds b's record and gives the device up silently: it neither says its stale
     `online` again nor puts `offline` over b's `online`."""
-    peripheral("heart_rate", STRAP, rate=2)
-    fleet = Fleet(bench, run_gattbridge, mosquitto, tmp_path, [strap_device()], 2)
-    fleet.rssi("a", STRAP, -50)
-    fleet.rssi("b", STRAP, -70)
-    fleet.start_all()
-    assert wait_single_owner(mqtt, fleet, wait_until, "strap", expected="a") == "a"
+    fleet = strap_owned_by_a(bench, run_gattbridge, peripheral, mosquitto, mqtt, wait_until, tmp_path, -50, -70)
     availability = fleet.topic("strap", "availability")
     mqtt.wait_for(availability, "online", 20)
     a, b = fleet.bridges["a"].process, fleet.bridges["b"].process

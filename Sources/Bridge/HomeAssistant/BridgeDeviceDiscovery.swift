@@ -107,6 +107,14 @@ struct BridgeDeviceFeature: BridgeFeature {
     let link: MQTTLink
     let hostname: String
 
+    /// The adapters that get a state sensor: every listed one, present or not, or (no list: every adapter BlueZ
+    /// has) each one seen since start. A sensor that shows `absent` while its dongle is unplugged says more than one
+    /// that vanishes from Home Assistant with it.
+    static func sensorAdapters(known: [String], present: [String], listed: [String]?) -> [String] {
+        if let listed { return listed.sorted() }
+        return Set(known + present).sorted()
+    }
+
     func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
         var discovery: BridgeDeviceDiscovery?
         var adapters: [String] = []
@@ -153,6 +161,8 @@ struct BridgeDeviceFeature: BridgeFeature {
                     if let newStatus { context.subscribe(newStatus) }
                 }
                 online = online.filter { name in config.devices.contains { $0.name == name } }
+                adapters = Self.sensorAdapters(known: adapters.filter(config.bluetooth.uses), present: [],
+                                               listed: config.bluetooth.adapters?.map(\.name))
                 discovery = next
                 publishConfigs()
                 publishDiagnostics(force: false)
@@ -170,7 +180,8 @@ struct BridgeDeviceFeature: BridgeFeature {
             case .messagesDropped:
                 publishDiagnostics(force: false)
             case .adapters(let statuses, _):
-                let names = statuses.map(\.name)
+                let names = Self.sensorAdapters(known: adapters, present: statuses.map(\.name),
+                                                listed: discovery?.config.bluetooth.adapters?.map(\.name))
                 guard names != adapters else { break }
                 adapters = names
                 publishConfigs()

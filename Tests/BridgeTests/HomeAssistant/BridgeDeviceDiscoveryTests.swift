@@ -56,4 +56,11 @@ import Testing
         #expect(BridgeDeviceDiscovery.diagnostics(online: 2, devices: 3, buffered: 10, dropped: 1)
                 == #"{"devices_online":2,"devices":3,"buffered":10,"dropped":1}"#)
     }
+
+    /// An unplugged adapter keeps its sensor (showing `absent`): every listed one, or without a list each seen.
+    @Test func adapterSensorsOutliveTheirAdapters() {
+        #expect(BridgeDeviceFeature.sensorAdapters(known: [], present: ["hci0"], listed: ["hci1", "hci0"]) == ["hci0", "hci1"])
+        #expect(BridgeDeviceFeature.sensorAdapters(known: ["hci0", "hci1"], present: ["hci0"], listed: nil) == ["hci0", "hci1"])
+        #expect(BridgeDeviceFeature.sensorAdapters(known: ["hci0"], present: ["hci2"], listed: nil) == ["hci0", "hci2"])
+    }
 }
