@@ -45,7 +45,7 @@ public actor BridgeCore {
     private let agentReadiness: AgentReadiness?
     /// Fleet: commands for held devices (`OwnershipAction.hold`), in arrival order.
     private var heldCommands: [String: [MQTTMessage]] = [:]
-    /// Fleet: each session's values go through one of these, so a hold holds them too (by device name).
+    /// Fleet: each session's values go through one of these, which also keeps whether the device is held (by name).
     private var holders: [String: HoldingPublisher] = [:]
     static let maxHeldCommands = 64
 
@@ -183,8 +183,8 @@ public actor BridgeCore {
         case .republish(let states):
             for session in sessions.values { session.send(.republish(states: states)) }
         case .hold(let name, let held):
-            guard ownership.setHeld(name, held: held), let session = sessions[name] else { break }
-            if held { holders[name]?.hold() } else { holders[name]?.release(deliver: true) }
+            guard let holder = holders[name], let session = sessions[name],
+                  held ? holder.hold() : holder.release(deliver: true) else { break }
             host.emit(.held(session.config, held))
             if !held, let waiting = heldCommands.removeValue(forKey: name) {
                 for message in waiting { handle(message) }
@@ -294,7 +294,7 @@ public actor BridgeCore {
         }
         // Fleet: the owner executes it (SPEC §10); every bridge receives it, so the others stay silent.
         guard ownership.owns(device.name) else { return }
-        if ownership.isHeld(device.name) {
+        if holders[device.name]?.isHolding == true {
             // Run once the hold ends if the device is still ours; dropped if another bridge took it (it got the
             // command too). Bounded: a hold lasts the 2 s a bridge listens after a broker connect.
             if heldCommands[device.name, default: []].count < Self.maxHeldCommands {

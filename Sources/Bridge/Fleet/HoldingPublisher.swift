@@ -4,6 +4,8 @@ import Synchronization
 /// (`OwnershipAction.hold`, the 2 s an owner listens after a broker reconnect). Still its own: the values follow in
 /// order, none lost. Taken by another bridge meanwhile: they are dropped, since the new owner publishes the same
 /// notifications and a value must never be published twice.
+///
+/// The hold itself lives here (the core asks `isHolding` for commands), so there is one truth about it.
 final class HoldingPublisher: MessagePublisher, Sendable {
     private struct Held {
         var topic: String
@@ -12,42 +14,46 @@ final class HoldingPublisher: MessagePublisher, Sendable {
         var retain: Bool
     }
 
-    private struct State {
-        var holding = false
-        var queue: [Held] = []
-    }
-
-    /// A hold lasts seconds; this bounds what a fast notifier can pile up meanwhile (the oldest go first).
+    /// A hold lasts seconds; this bounds what a fast notifier can pile up meanwhile (the oldest go first, a quarter
+    /// at a time, so a full queue does not shift on every value).
     static let limit = 2_000
     private let inner: any MessagePublisher
-    private let state = Mutex(State())
+    private let queue = Mutex<[Held]>([])
+    /// Read without the lock on every value (the notification hot path); changed only under it, so a value that
+    /// sees `true` queues behind the held ones or, once the lock is its, finds the hold ended and the queue flushed.
+    private let holding = Atomic<Bool>(false)
 
     init(_ inner: any MessagePublisher) {
         self.inner = inner
     }
 
+    var isHolding: Bool { holding.load(ordering: .acquiring) }
+
     func publish(_ topic: String, _ payload: String, qos: Int, retain: Bool) {
-        // Forwarded under the lock, so a value published while the hold ends cannot overtake the held ones.
-        state.withLock { state in
-            guard state.holding else { return inner.publish(topic, payload, qos: qos, retain: retain) }
-            if state.queue.count >= Self.limit { state.queue.removeFirst() }
-            state.queue.append(Held(topic: topic, payload: payload, qos: qos, retain: retain))
+        guard holding.load(ordering: .acquiring) else { return inner.publish(topic, payload, qos: qos, retain: retain) }
+        queue.withLock { queue in
+            guard holding.load(ordering: .acquiring) else { return inner.publish(topic, payload, qos: qos, retain: retain) }
+            if queue.count >= Self.limit { queue.removeFirst(Self.limit / 4) }
+            queue.append(Held(topic: topic, payload: payload, qos: qos, retain: retain))
         }
     }
 
-    func hold() {
-        state.withLock { $0.holding = true }
+    /// Starts a hold; false when one was on already.
+    func hold() -> Bool {
+        queue.withLock { _ in !holding.exchange(true, ordering: .acquiringAndReleasing) }
     }
 
-    /// Ends a hold: the held values are published (`deliver`), or dropped.
-    func release(deliver: Bool) {
-        state.withLock { state in
-            guard state.holding else { return }
-            state.holding = false
+    /// Ends a hold: the held values are published (`deliver`), or dropped. False when there was none.
+    @discardableResult
+    func release(deliver: Bool) -> Bool {
+        queue.withLock { queue in
+            guard holding.load(ordering: .acquiring) else { return false }
             if deliver {
-                for held in state.queue { inner.publish(held.topic, held.payload, qos: held.qos, retain: held.retain) }
+                for held in queue { inner.publish(held.topic, held.payload, qos: held.qos, retain: held.retain) }
             }
-            state.queue = []
+            queue = []
+            holding.store(false, ordering: .releasing)
+            return true
         }
     }
 }

@@ -4,20 +4,10 @@ import Synchronization
 /// loops and the commands on the core's actor, and neither should wait for the other to know. A lone bridge (not in
 /// a fleet) owns every device.
 final class OwnershipBoard: Sendable {
-    private let state: Mutex<(fleet: Bool, owned: Set<String>, held: Set<String>)>
+    private let state: Mutex<(fleet: Bool, owned: Set<String>)>
 
     init(fleet: Bool) {
-        state = Mutex((fleet, [], []))
-    }
-
-    /// Owned, but its owner does not know yet whether another bridge took it (`OwnershipAction.hold`).
-    func isHeld(_ device: String) -> Bool {
-        state.withLock { $0.held.contains(device) }
-    }
-
-    /// True when this changed the hold.
-    func setHeld(_ device: String, held: Bool) -> Bool {
-        state.withLock { held ? $0.held.insert(device).inserted : $0.held.remove(device) != nil }
+        state = Mutex((fleet, []))
     }
 
     var isFleet: Bool { state.withLock { $0.fleet } }
@@ -28,18 +18,14 @@ final class OwnershipBoard: Sendable {
 
     /// True when this changed the ownership.
     func set(_ device: String, owned: Bool) -> Bool {
-        state.withLock { state in
-            // Owning it (again) ends a hold that ended in a release.
-            if owned { state.held.remove(device) }
-            return owned ? state.owned.insert(device).inserted : state.owned.remove(device) != nil
-        }
+        state.withLock { owned ? $0.owned.insert(device).inserted : $0.owned.remove(device) != nil }
     }
 
     /// A reload joined or left a fleet; leaving makes every device this bridge's own again. True when it changed.
     func setFleet(_ fleet: Bool) -> Bool {
         state.withLock { state in
             guard state.fleet != fleet else { return false }
-            state = (fleet, [], [])
+            state = (fleet, [])
             return true
         }
     }
