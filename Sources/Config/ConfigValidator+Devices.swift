@@ -17,7 +17,7 @@ extension ConfigValidator {
             return []
         }
         var registry = DeviceRegistry()
-        registry.adapters = adapters.map { $0.map(\.name) }
+        registry.adapters = adapters
         return items.enumerated().compactMap { index, item in
             device(item, index: index, registry: &registry, source: DeviceSource(kind: .config, file: file, line: item.line))
         }
@@ -79,7 +79,8 @@ extension ConfigValidator {
         }
         let pairing = self.pairing(fields, context: context)
         var adapter = fields["adapter"].flatMap { deviceAdapter($0, context: context) }
-        if let name = adapter?.name, let listed = registry.adapters, !listed.contains(name), let node = fields["adapter"] {
+        if let name = adapter?.name, let listed = registry.adapters?.map(\.name), !listed.contains(name),
+           let node = fields["adapter"] {
             // A device pinned to an adapter the bridge does not use would never connect, without a word.
             report(node, "adapter \(name) of \(context) is not in bluetooth.adapters (\(listed.joined(separator: ", "))); add it there or use any")
             adapter = .invalid
@@ -137,8 +138,8 @@ struct DeviceRegistry {
     var addresses: [BluetoothAddress: (name: String, position: String)] = [:]
     /// Positions read `FILE:LINE:COLUMN` rather than `LINE:COLUMN`: set when devices of several files meet.
     var qualified = false
-    /// `bluetooth.adapters` by name (nil: every adapter BlueZ has): a device may only be pinned to one of them.
-    var adapters: [String]?
+    /// `bluetooth.adapters` (nil: every adapter BlueZ has): a device may only be pinned to one of them.
+    var adapters: [AdapterSetting]?
 
     init() {}
 

@@ -34,7 +34,7 @@ extension ConfigLoader {
                                                                       message: "cannot read the drop-in directory: \(error)")])
         }
         var registry = DeviceRegistry(devices: config.devices)
-        registry.adapters = config.bluetooth.adapters.map { $0.map(\.name) }
+        registry.adapters = config.bluetooth.adapters
         for name in names {
             let file = directory + "/" + name
             do throws(ConfigErrors) {
@@ -76,7 +76,7 @@ extension ConfigLoader {
     public static func validateDevice(json: JSONValue, file: String, existing: [DeviceConfig],
                                       adapters: [AdapterSetting]? = nil) throws(ConfigErrors) -> DeviceConfig {
         var registry = DeviceRegistry(devices: existing)
-        registry.adapters = adapters.map { $0.map(\.name) }
+        registry.adapters = adapters
         return try validateDevice(YAMLNode(json: json, path: ""), file: file, registry: &registry,
                                   source: DeviceSource(kind: .api, file: file, line: 0))
     }

@@ -25,6 +25,9 @@ public final class AgentReadiness: Sendable {
 
     public init() {}
 
+    /// Tasks waiting now (for tests: a session blocked on the agent).
+    var waiting: Int { state.withLock { $0.waiters.count } }
+
     /// The agent is registered with `capability`, or (nil) not registered.
     func set(capability: String?) {
         let ready = state.withLock { state -> [CheckedContinuation<Bool, Never>] in

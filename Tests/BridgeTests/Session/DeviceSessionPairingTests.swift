@@ -46,9 +46,10 @@ import Testing
         let session = base.gatt.session(config, recorder: base.recorder, agentReadiness: readiness)
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await session.run() }
-            try await eventually("connect slot taken") { base.gatt.state.withLock { $0.lookupsDone } >= 1 }
-            readiness.set(capability: "NoInputNoOutput")        // registered, but cannot type a passkey
-            try await Task.sleep(for: .milliseconds(200))
+            try await eventually("waiting for the agent") { readiness.waiting == 1 }
+            // Registered, but unable to type a passkey: the wait goes on (`set` resumes satisfied waiters at once).
+            readiness.set(capability: "NoInputNoOutput")
+            #expect(readiness.waiting == 1)
             #expect(base.gatt.state.withLock { $0.pairs } == 0)
             readiness.set(capability: "KeyboardOnly")
             try await eventually("online") { base.recorder.availability == [false, true] }
