@@ -265,7 +265,7 @@ def placed_on(mqtt, adapter: str, timeout: float, since: int) -> None:
 
 
 def test_central_controller_powered_off_fails_over_to_the_second_central(stack, bridge, mqtt, peripherals):
-    """SPEC §8: the central carrying the strap is powered off in the kernel (btmgmt); every device reconnects
+    """docs/adapters.md: the central carrying the strap is powered off in the kernel (btmgmt); every device reconnects
     through the other one. (Both centrals listen for a missing device, so at start a device goes through whichever
     heard it first.)"""
     listing = mqtt.wait_for(f"{BASE}/bridge/devices", lambda m: all(d["state"] == "online" for d in m.json()), 60)

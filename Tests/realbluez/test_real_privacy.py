@@ -1,5 +1,5 @@
 """A peripheral with a resolvable private address, and the "set pairing" hint, against the real bluetoothd
-(SPEC §9). The `secure` peripheral runs on hci5 once test_real_pairing.py (file order) is done with it, now with
+(docs/pairing.md). The `secure` peripheral runs on hci5 once test_real_pairing.py (file order) is done with it, now with
 privacy on (`btmgmt privacy on IRK` while powered off): the kernel advertises with a resolvable private address
 (RPA) and, once bonded, hands the central its IRK and its identity address (hci5's public address).
 

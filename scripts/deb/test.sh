@@ -20,7 +20,7 @@
 # lintian warnings that stay (neither is an error; lintian 2.116, bookworm):
 #   - no-manual-page: gattbridge has no man page; `gattbridge --help` (every subcommand has one) and README.md are
 #     its documentation.
-#   - wrong-name-for-changelog-of-native-package: SPEC §11 names /usr/share/doc/gattbridge/changelog.Debian.gz. The
+#   - wrong-name-for-changelog-of-native-package: docs/install.md names /usr/share/doc/gattbridge/changelog.Debian.gz. The
 #     package is native (its version is exactly what `gattbridge --version` prints, no Debian revision), for which
 #     policy 12.7 would name it changelog.gz.
 # With -I --pedantic it adds only informational tags: hardening-no-bindnow (the release link flags are chosen for the
