@@ -21,7 +21,7 @@ build:
 	$(SWIFT) build
 
 # The Swift standard library linked statically (and stripped): the Pi needs no Swift runtime. The other flags keep the
-# idle daemon's memory down (docs/MEMORY.md has the measurements): lld with packed relative relocations (DT_RELR,
+# idle daemon's memory down (docs/dev/MEMORY.md has the measurements): lld with packed relative relocations (DT_RELR,
 # glibc 2.36+) instead of 1 MB of relocation entries read at every start; no exported symbols (nothing looks them up,
 # they cost 600 KB of symbol tables); libgcc and libstdc++ linked in rather than mapped as shared libraries; and the
 # functions the daemon runs packed together (scripts/release/symbol-order.txt), so it maps 3 MB less of its code; and
@@ -81,7 +81,7 @@ test-homeassistant: setup build
 	bash scripts/homeassistant/setup.sh
 	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/homeassistant -q $(PYTEST_ARGS)
 
-# gattbridge against the real bluetoothd and kernel in a QEMU guest (docs/REAL-BLUEZ.md): about 2–4 minutes.
+# gattbridge against the real bluetoothd and kernel in a QEMU guest (docs/dev/REAL-BLUEZ.md): about 2–4 minutes.
 .PHONY: test-realbluez
 test-realbluez: setup build
 	bash scripts/realbluez/run.sh

@@ -114,7 +114,7 @@ def unquote(value: str) -> str:
 
 
 def components(channel: Channel) -> list[str]:
-    """The Home Assistant platforms a channel is announced as (docs/ARCHITECTURE.md, Home Assistant discovery API)."""
+    """The Home Assistant platforms a channel is announced as (docs/dev/ARCHITECTURE.md, Home Assistant discovery API)."""
     announced = channel.keys.get("homeassistant", "sensor")
     writable = channel.keys.get("writable") == "true"
     codec = channel.keys["codec"]

@@ -24,7 +24,7 @@
 #     package is native (its version is exactly what `gattbridge --version` prints, no Debian revision), for which
 #     policy 12.7 would name it changelog.gz.
 # With -I --pedantic it adds only informational tags: hardening-no-bindnow (the release link flags are chosen for the
-# idle daemon's memory and start, docs/MEMORY.md), hardening-no-fortify-functions (_FORTIFY_SOURCE is for C, and
+# idle daemon's memory and start, docs/dev/MEMORY.md), hardening-no-fortify-functions (_FORTIFY_SOURCE is for C, and
 # gattbridge has no C sources), binary-has-unneeded-section .comment, spelling-error-in-binary (strings in the
 # Swift runtime, not ours) and package-supports-alternative-init-but-no-init.d-script (the daemon is a Type=notify
 # service: systemd only).
