@@ -124,6 +124,7 @@ install: $(RELEASE_BIN)
 	install -m 0644 systemd/gattbridge.sysusers $(DESTDIR)$(SYSUSERSDIR)/gattbridge.conf
 	install -m 0644 systemd/gattbridge-dbus.conf $(DESTDIR)$(DBUSPOLICYDIR)/gattbridge.conf
 	install -m 0644 config/gattbridge.example.yaml $(DESTDIR)$(CONFDIR)/config.example.yaml
+	install -m 0644 config/gattbridge.schema.json $(DESTDIR)$(CONFDIR)/gattbridge.schema.json
 	@if [ -e $(DESTDIR)$(CONFDIR)/config.yaml ]; then echo "keeping the existing $(CONFDIR)/config.yaml"; \
 	else install -m 0644 config/gattbridge.example.yaml $(DESTDIR)$(CONFDIR)/config.yaml; \
 	     echo "installed $(CONFDIR)/config.yaml: edit it, then: systemctl enable --now gattbridge"; fi
@@ -139,6 +140,7 @@ uninstall:
 	@if $(ON_LIVE_SYSTEMD); then systemctl disable --now gattbridge.service 2>/dev/null || true; fi
 	rm -f $(DESTDIR)$(BINDIR)/gattbridge $(DESTDIR)$(UNITDIR)/gattbridge.service \
 		$(DESTDIR)$(SYSUSERSDIR)/gattbridge.conf $(DESTDIR)$(CONFDIR)/config.example.yaml \
+		$(DESTDIR)$(CONFDIR)/gattbridge.schema.json \
 		$(DESTDIR)$(DBUSPOLICYDIR)/gattbridge.conf
 	@if cmp -s config/gattbridge.example.yaml $(DESTDIR)$(CONFDIR)/config.yaml; then \
 		rm -f $(DESTDIR)$(CONFDIR)/config.yaml; \
@@ -148,13 +150,13 @@ uninstall:
 	@rmdir $(DESTDIR)$(CONFDIR) 2>/dev/null || true
 	@if $(ON_LIVE_SYSTEMD); then systemctl daemon-reload; fi
 
-# systemd-analyze verify must be clean, the security exposure at most 1.5 and as printed in README.md, MemoryMax= set;
+# systemd-analyze verify must be clean, the security exposure at most 1.5 and as printed in docs/security.md, MemoryMax= set;
 # the D-Bus policy well-formed, narrow, and loaded by dbus-daemon.
 .PHONY: check-unit
 check-unit:
 	bash scripts/check-unit.sh
 
-# --- Debian package (README "Install on a Raspberry Pi") -------------------------------------------------------------
+# --- Debian package (docs/install.md) -------------------------------------------------------------
 # `make deb`: dist/gattbridge_<version>_<arch>.deb for this machine's architecture (arm64 on a Pi), from the release
 # build; the version is GattBridgeVersion.swift's (scripts/deb/version.sh). `make test-deb`: lintian, then an install
 # in a fresh debootstrapped Debian 12 (root, through sudo when needed; a few minutes the first time, ~1 min after).
@@ -170,7 +172,7 @@ deb: $(DEB_BIN_TARGET)
 test-deb: deb
 	bash scripts/deb/test.sh
 
-# --- performance, soak, fuzzing (README "Performance") -------------------------------------------------------------
+# --- performance, soak, fuzzing (docs/performance.md) -------------------------------------------------------------
 # The release build for measurements has a scratch path of its own, so it never fights a development build.
 BENCH_BUILD   := .build-release
 BENCH_BIN     := $(BENCH_BUILD)/release/gattbridge
@@ -184,7 +186,7 @@ SOAK_ARGS     ?=
 bench-build: release-prep $(FLOOR_BIN)
 	$(SWIFT) build $(RELEASE_FLAGS) -Xlinker -s --scratch-path $(BENCH_BUILD)
 
-# The floor relay gattbridge is measured against (bench/floor/relay.c; README "Performance").
+# The floor relay gattbridge is measured against (bench/floor/relay.c; docs/performance.md).
 $(FLOOR_BIN): bench/floor/relay.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -Wall -Wextra -o $@ $< $$(pkg-config --cflags --libs dbus-1 libmosquitto)
@@ -196,7 +198,7 @@ bench: setup bench-build
 		$(PYTHON) scripts/bench/run_bench.py $(BENCH_ARGS)
 	$(MAKE) bench-fleet
 
-# The fleet at scale (README "Several bridges"): 3 bridges x 30 simulated peripherals on one BlueZoo and broker,
+# The fleet at scale (docs/fleet.md): 3 bridges x 30 simulated peripherals on one BlueZoo and broker,
 # every device owned once, then the time from an owner's SIGKILL to its devices online elsewhere (~15 s; part of
 # make test, exit 1 when a check fails). FLEET_ARGS=…
 # (--devices N --bridges N --seed N). JSON in .bench/fleet-latest.json.

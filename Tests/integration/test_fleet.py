@@ -25,7 +25,7 @@ from bridge_helpers import BASE, Bridge, assert_consecutive, channel, device, he
 STRAP = "C0:FF:EE:00:06:01"
 SERIAL = "C0:FF:EE:00:06:02"
 CENTRALS = [CENTRAL_ADDRESS, "00:00:00:00:0B:02", "00:00:00:00:0B:03"]
-HANDOVER_AFTER = 4          # seconds; the default 30 s only makes the test slower (README: test-only lowering)
+HANDOVER_AFTER = 4          # seconds; the default 30 s only makes the test slower (docs/configuration.md: test-only lowering)
 
 
 def strap_device() -> dict:

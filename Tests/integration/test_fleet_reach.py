@@ -11,7 +11,7 @@ import json
 from test_adapters import set_powered
 from test_fleet import SERIAL, STRAP, Fleet, serial_device, strap_device, wait_single_owner
 
-UNREACHABLE_AFTER = 3       # seconds; default 60 (README: test-only lowering, like handover_after)
+UNREACHABLE_AFTER = 3       # seconds; default 60 (docs/configuration.md: test-only lowering, like handover_after)
 
 
 def strap_owned_by_a(bench, run_gattbridge, peripheral, mosquitto, mqtt, wait_until, tmp_path, devices,

@@ -18,7 +18,7 @@
 # machine's /etc/apt/sources.list*.
 #
 # lintian warnings that stay (neither is an error; lintian 2.116, bookworm):
-#   - no-manual-page: gattbridge has no man page; `gattbridge --help` (every subcommand has one) and README.md are
+#   - no-manual-page: gattbridge has no man page; `gattbridge --help` (every subcommand has one) and the guide in docs/ are
 #     its documentation.
 #   - wrong-name-for-changelog-of-native-package: docs/install.md names /usr/share/doc/gattbridge/changelog.Debian.gz. The
 #     package is native (its version is exactly what `gattbridge --version` prints, no Debian revision), for which
