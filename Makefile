@@ -56,7 +56,7 @@ unit-test: setup
 integration-test: setup build
 	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/integration -q $(PYTEST_ARGS)
 
-# The whole suite, as CI runs it (~30 min): unit, integration, unit-file check, fuzz smoke, the Debian package (lintian
+# The whole suite, as CI runs it (~30 min): unit, integration, the guide's links and the config schema, unit-file check, fuzz smoke, the Debian package (lintian
 # and an install in a fresh Debian 12), real BlueZ in QEMU run by the package's binary, and a 10-minute fault soak of
 # the release build (TEST_SOAK_SECONDS). The package is made from the soak's release build (same flags), so the
 # suite compiles the release configuration once.
@@ -66,6 +66,7 @@ test: setup
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/integration -q $(PYTEST_ARGS)
+	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/docs -q
 	$(MAKE) test-homeassistant
 	bash scripts/check-unit.sh
 	$(MAKE) fuzz-smoke
@@ -94,6 +95,11 @@ test-realbluez-deb: setup deb
 	rm -rf $(DEB_EXTRACT) && mkdir -p $(DEB_EXTRACT)
 	dpkg-deb -x $(DEB_FILE) $(DEB_EXTRACT)
 	GATTBRIDGE_BIN=$(CURDIR)/$(DEB_EXTRACT)/usr/bin/gattbridge bash scripts/realbluez/run.sh
+
+# The guide's links and the config's JSON Schema against the validator (Tests/docs; a few seconds).
+.PHONY: docs-test
+docs-test: setup build
+	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/docs -q $(PYTEST_ARGS)
 
 demo: setup build
 	bash scripts/demo.sh
