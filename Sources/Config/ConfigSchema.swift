@@ -217,7 +217,10 @@ public enum ConfigSchema {
         return schema
     }
 
-    private static let uuidPattern = "([0-9A-Fa-f]{4}|[0-9A-Fa-f]{8}|[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})"
+    /// What `BluetoothUUID(_:)` parses: 16-bit, 32-bit or 128-bit (with dashes at the canonical places or none),
+    /// optionally after `0x`.
+    private static let uuidPattern = "((0[xX])?([0-9A-Fa-f]{4}|[0-9A-Fa-f]{8}|[0-9A-Fa-f]{32}|"
+        + "[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}))"
 
     // MARK: building blocks
 

@@ -172,6 +172,10 @@ ACCEPTED = {
     "values and a switch": with_channel(writable=True, values={"ON": "01", "OFF": "00"}, homeassistant="switch"),
     "a button": with_channel(homeassistant="event", values={"press": "01"}),
     "text framing": with_channel(codec="text", delimiter="\r\n", write_delimiter="", max_line=256, flush_after=0.5),
+    "characteristic forms": {"devices": [dict(DEVICE, channels=[
+        {"name": f"c{i}", "characteristic": form, "codec": "hex"} for i, form in enumerate(
+            ["2a37", "0x2A37", "0000180d", "0x180F/00002a19-0000-1000-8000-00805f9b34fb",
+             "c0ffee001ed04c7a9b1e000000000001/c0ffee00-1ed0-4c7a-9b1e-000000000002"])])]},
     "fleet": {"bridge": {"id": "kitchen", "handover_after": 30, "unreachable_after": 60}},
 }
 

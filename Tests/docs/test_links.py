@@ -77,3 +77,18 @@ def test_every_page_of_the_guide_is_in_the_index():
 
 def test_readme_is_short():
     assert len((REPO / "README.md").read_text().splitlines()) <= 250
+
+
+def test_no_citations_of_a_document_outside_the_repository():
+    """Code, tests and the guide cite the guide's pages or say it in words: SPEC is not part of the repository."""
+    needle = "SPEC " + "\u00a7"
+    roots = [REPO / "Sources", REPO / "Tests", REPO / "docs", REPO / "README.md"]
+    found = []
+    for root in roots:
+        for path in ([root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())):
+            if path.suffix not in {".swift", ".py", ".md", ".sh", ".c", ".h"}:
+                continue
+            for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                if needle in line:
+                    found.append(f"{path.relative_to(REPO)}:{number}")
+    assert found == []
