@@ -6,6 +6,7 @@ DESTDIR    ?=
 BINDIR     ?= $(PREFIX)/bin
 UNITDIR    ?= /etc/systemd/system
 CONFDIR    ?= /etc/gattbridge
+MANDIR     ?= $(PREFIX)/share/man
 SWIFT      ?= swift
 PYTHON     := .venv/bin/python
 PYTEST_ARGS ?=
@@ -101,6 +102,16 @@ test-realbluez-deb: setup deb
 docs-test: setup build
 	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/docs -q $(PYTEST_ARGS)
 
+# The manual page, from the commands' own help (swift-argument-parser's generate-manual): .build/man/gattbridge.1.
+# `man -l .build/man/gattbridge.1` reads it; `sudo make install` installs it when it exists.
+MAN_PAGE := .build/man/gattbridge.1
+.PHONY: man
+man: build
+	$(SWIFT) build --product generate-manual
+	mkdir -p $(dir $(MAN_PAGE))
+	.build/debug/generate-manual .build/debug/gattbridge --date $$(git log -1 --format=%cs 2>/dev/null || date -u +%F) \
+		--authors 'the gattbridge authors' -o - > $(MAN_PAGE).tmp && mv $(MAN_PAGE).tmp $(MAN_PAGE)
+
 demo: setup build
 	bash scripts/demo.sh
 
@@ -134,6 +145,7 @@ install: $(RELEASE_BIN)
 	@if [ -e $(DESTDIR)$(CONFDIR)/config.yaml ]; then echo "keeping the existing $(CONFDIR)/config.yaml"; \
 	else install -m 0644 config/gattbridge.example.yaml $(DESTDIR)$(CONFDIR)/config.yaml; \
 	     echo "installed $(CONFDIR)/config.yaml: edit it, then: systemctl enable --now gattbridge"; fi
+	@if [ -f $(MAN_PAGE) ]; then install -D -m 0644 $(MAN_PAGE) $(DESTDIR)$(MANDIR)/man1/gattbridge.1; fi
 	@# LoadCredential= fails the unit when its file is missing: an empty placeholder until a password is set.
 	@[ -e $(DESTDIR)$(CONFDIR)/mqtt-password ] || install -m 0600 /dev/null $(DESTDIR)$(CONFDIR)/mqtt-password
 	@if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then \
@@ -146,7 +158,7 @@ uninstall:
 	@if $(ON_LIVE_SYSTEMD); then systemctl disable --now gattbridge.service 2>/dev/null || true; fi
 	rm -f $(DESTDIR)$(BINDIR)/gattbridge $(DESTDIR)$(UNITDIR)/gattbridge.service \
 		$(DESTDIR)$(SYSUSERSDIR)/gattbridge.conf $(DESTDIR)$(CONFDIR)/config.example.yaml \
-		$(DESTDIR)$(CONFDIR)/gattbridge.schema.json \
+		$(DESTDIR)$(CONFDIR)/gattbridge.schema.json $(DESTDIR)$(MANDIR)/man1/gattbridge.1 \
 		$(DESTDIR)$(DBUSPOLICYDIR)/gattbridge.conf
 	@if cmp -s config/gattbridge.example.yaml $(DESTDIR)$(CONFDIR)/config.yaml; then \
 		rm -f $(DESTDIR)$(CONFDIR)/config.yaml; \
