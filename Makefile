@@ -6,6 +6,7 @@ DESTDIR    ?=
 BINDIR     ?= $(PREFIX)/bin
 UNITDIR    ?= /etc/systemd/system
 CONFDIR    ?= /etc/gattbridge
+MANDIR     ?= $(PREFIX)/share/man
 SWIFT      ?= swift
 PYTHON     := .venv/bin/python
 PYTEST_ARGS ?=
@@ -33,7 +34,7 @@ build:
 	$(SWIFT) build
 
 # The Swift standard library linked statically (and stripped): the Pi needs no Swift runtime. The other flags keep the
-# idle daemon's memory down (docs/MEMORY.md has the measurements): lld with packed relative relocations (DT_RELR,
+# idle daemon's memory down (docs/dev/MEMORY.md has the measurements): lld with packed relative relocations (DT_RELR,
 # glibc 2.36+) instead of 1 MB of relocation entries read at every start; no exported symbols (nothing looks them up,
 # they cost 600 KB of symbol tables); libgcc and libstdc++ linked in rather than mapped as shared libraries; and the
 # functions the daemon runs packed together (scripts/release/symbol-order.txt), so it maps 3 MB less of its code; and
@@ -76,8 +77,9 @@ unit-test: setup
 integration-test: setup build
 	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/integration -q $(PYTEST_ARGS)
 
-# The whole suite, as CI runs it (~40 min): unit, integration, unit-file check, fuzz smoke, the Debian package (lintian
-# and an install in a fresh Debian 12), the Raspberry Pi package (cross-built, run under qemu-user), real BlueZ in QEMU run by the package's binary, and a 10-minute fault soak of
+# The whole suite, as CI runs it (~40 min): unit, integration, the guide's links and the config schema, unit-file
+# check, fuzz smoke, the Debian package (lintian and an install in a fresh Debian 12), the Raspberry Pi package
+# (cross-built, run under qemu-user), real BlueZ in QEMU run by the package's binary, and a 10-minute fault soak of
 # the release build (TEST_SOAK_SECONDS). The package is made from the soak's release build (same flags), so the
 # suite compiles the release configuration once.
 TEST_SOAK_SECONDS ?= 600
@@ -89,6 +91,7 @@ test: setup
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/integration -q $(PYTEST_ARGS)
+	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/docs -q
 	$(MAKE) test-homeassistant
 	bash scripts/check-unit.sh
 	$(MAKE) fuzz-smoke
@@ -105,7 +108,7 @@ test-homeassistant: setup build
 	bash scripts/homeassistant/setup.sh
 	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/homeassistant -q $(PYTEST_ARGS)
 
-# gattbridge against the real bluetoothd and kernel in a QEMU guest (docs/REAL-BLUEZ.md): about 2–4 minutes.
+# gattbridge against the real bluetoothd and kernel in a QEMU guest (docs/dev/REAL-BLUEZ.md): about 2–4 minutes.
 .PHONY: test-realbluez
 test-realbluez: setup build
 	bash scripts/realbluez/run.sh
@@ -118,6 +121,21 @@ test-realbluez-deb: setup deb
 	rm -rf $(DEB_EXTRACT) && mkdir -p $(DEB_EXTRACT)
 	dpkg-deb -x $(DEB_FILE) $(DEB_EXTRACT)
 	GATTBRIDGE_BIN=$(CURDIR)/$(DEB_EXTRACT)/usr/bin/gattbridge bash scripts/realbluez/run.sh
+
+# The guide's links and the config's JSON Schema against the validator (Tests/docs; a few seconds).
+.PHONY: docs-test
+docs-test: setup build
+	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/docs -q $(PYTEST_ARGS)
+
+# The manual page, from the commands' own help (swift-argument-parser's generate-manual): .build/man/gattbridge.1.
+# `man -l .build/man/gattbridge.1` reads it; `sudo make install` installs it when it exists.
+MAN_PAGE := .build/man/gattbridge.1
+.PHONY: man
+man: build
+	$(SWIFT) build --product generate-manual
+	mkdir -p $(dir $(MAN_PAGE))
+	.build/debug/generate-manual .build/debug/gattbridge --date $$(git log -1 --format=%cs 2>/dev/null || date -u +%F) \
+		--authors 'the gattbridge authors' -o - > $(MAN_PAGE).tmp && mv $(MAN_PAGE).tmp $(MAN_PAGE)
 
 demo: setup build
 	bash scripts/demo.sh
@@ -148,9 +166,11 @@ install: $(RELEASE_BIN)
 	install -m 0644 systemd/gattbridge.sysusers $(DESTDIR)$(SYSUSERSDIR)/gattbridge.conf
 	install -m 0644 systemd/gattbridge-dbus.conf $(DESTDIR)$(DBUSPOLICYDIR)/gattbridge.conf
 	install -m 0644 config/gattbridge.example.yaml $(DESTDIR)$(CONFDIR)/config.example.yaml
+	install -m 0644 config/gattbridge.schema.json $(DESTDIR)$(CONFDIR)/gattbridge.schema.json
 	@if [ -e $(DESTDIR)$(CONFDIR)/config.yaml ]; then echo "keeping the existing $(CONFDIR)/config.yaml"; \
 	else install -m 0644 config/gattbridge.example.yaml $(DESTDIR)$(CONFDIR)/config.yaml; \
 	     echo "installed $(CONFDIR)/config.yaml: edit it, then: systemctl enable --now gattbridge"; fi
+	@if [ -f $(MAN_PAGE) ]; then install -D -m 0644 $(MAN_PAGE) $(DESTDIR)$(MANDIR)/man1/gattbridge.1; fi
 	@# LoadCredential= fails the unit when its file is missing: an empty placeholder until a password is set.
 	@[ -e $(DESTDIR)$(CONFDIR)/mqtt-password ] || install -m 0600 /dev/null $(DESTDIR)$(CONFDIR)/mqtt-password
 	@if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then \
@@ -163,6 +183,7 @@ uninstall:
 	@if $(ON_LIVE_SYSTEMD); then systemctl disable --now gattbridge.service 2>/dev/null || true; fi
 	rm -f $(DESTDIR)$(BINDIR)/gattbridge $(DESTDIR)$(UNITDIR)/gattbridge.service \
 		$(DESTDIR)$(SYSUSERSDIR)/gattbridge.conf $(DESTDIR)$(CONFDIR)/config.example.yaml \
+		$(DESTDIR)$(CONFDIR)/gattbridge.schema.json $(DESTDIR)$(MANDIR)/man1/gattbridge.1 \
 		$(DESTDIR)$(DBUSPOLICYDIR)/gattbridge.conf
 	@if cmp -s config/gattbridge.example.yaml $(DESTDIR)$(CONFDIR)/config.yaml; then \
 		rm -f $(DESTDIR)$(CONFDIR)/config.yaml; \
@@ -172,13 +193,13 @@ uninstall:
 	@rmdir $(DESTDIR)$(CONFDIR) 2>/dev/null || true
 	@if $(ON_LIVE_SYSTEMD); then systemctl daemon-reload; fi
 
-# systemd-analyze verify must be clean, the security exposure at most 1.5 and as printed in README.md, MemoryMax= set;
+# systemd-analyze verify must be clean, the security exposure at most 1.5 and as printed in docs/security.md, MemoryMax= set;
 # the D-Bus policy well-formed, narrow, and loaded by dbus-daemon.
 .PHONY: check-unit
 check-unit:
 	bash scripts/check-unit.sh
 
-# --- Debian package (README "Install on a Raspberry Pi") -------------------------------------------------------------
+# --- Debian package (docs/install.md) -------------------------------------------------------------
 # `make deb`: dist/gattbridge_<version>_<arch>.deb for this machine's architecture (arm64 on a Pi), from the release
 # build; the version is GattBridgeVersion.swift's (scripts/deb/version.sh). `make test-deb`: lintian, then an install
 # in a fresh debootstrapped Debian 12 (root, through sudo when needed; a few minutes the first time, ~1 min after).
@@ -206,7 +227,7 @@ test-arm64: setup
 test-deb: deb
 	bash scripts/deb/test.sh
 
-# --- performance, soak, fuzzing (README "Performance") -------------------------------------------------------------
+# --- performance, soak, fuzzing (docs/performance.md) -------------------------------------------------------------
 # The release build for measurements has a scratch path of its own, so it never fights a development build.
 BENCH_BUILD   := .build-release
 BENCH_BIN     := $(BENCH_BUILD)/release/gattbridge
@@ -220,7 +241,7 @@ SOAK_ARGS     ?=
 bench-build: release-prep $(FLOOR_BIN)
 	$(SWIFT) build $(RELEASE_FLAGS) -Xlinker -s --scratch-path $(BENCH_BUILD)
 
-# The floor relay gattbridge is measured against (bench/floor/relay.c; README "Performance").
+# The floor relay gattbridge is measured against (bench/floor/relay.c; docs/performance.md).
 $(FLOOR_BIN): bench/floor/relay.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -Wall -Wextra -o $@ $< $$(pkg-config --cflags --libs dbus-1 libmosquitto)
@@ -232,7 +253,7 @@ bench: setup bench-build
 		$(PYTHON) scripts/bench/run_bench.py $(BENCH_ARGS)
 	$(MAKE) bench-fleet
 
-# The fleet at scale (README "Several bridges"): 3 bridges x 30 simulated peripherals on one BlueZoo and broker,
+# The fleet at scale (docs/fleet.md): 3 bridges x 30 simulated peripherals on one BlueZoo and broker,
 # every device owned once, then the time from an owner's SIGKILL to its devices online elsewhere (~15 s; part of
 # make test, exit 1 when a check fails). FLEET_ARGS=…
 # (--devices N --bridges N --seed N). JSON in .bench/fleet-latest.json.

@@ -1,4 +1,4 @@
-/// The top-level keys of the bridge API (SPEC §7): `state_dir` and `bridge_api`.
+/// The top-level keys of the bridge API (docs/bridge-api.md): `state_dir` and `bridge_api`.
 extension ConfigValidator {
     static let bridgeKeys = ["state_dir", "bridge_api", "bridge"]
 
