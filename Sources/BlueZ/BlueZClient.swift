@@ -15,7 +15,12 @@ public actor BlueZClient {
 
     var mirror = ObjectMirror()
     /// Unique bus name of the current `org.bluez` owner; signals from anyone else are stale.
-    var owner: String?
+    var owner: String? {
+        didSet { ownerName.withLock { $0 = owner } }
+    }
+    /// `owner`, readable from any thread: the pairing agent, answering on the D-Bus loop thread, takes calls only
+    /// from it.
+    public nonisolated let ownerName = Mutex<String?>(nil)
     let broadcaster = EventBroadcaster<BlueZEvent>()
     let operations = DeviceOperationQueue()
     /// StartNotify subscribers: characteristic path → subscriber id → stream.

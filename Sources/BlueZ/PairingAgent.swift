@@ -15,11 +15,22 @@ public final class PairingAgent: Sendable {
     public let path: String
     private let state: Mutex<AgentPolicy>
     private let logger: Logger
+    /// The unique bus name of `org.bluez`'s owner now (nil: none). Any process on the system bus can call an
+    /// exported object; only bluetoothd may ask this one for a passkey.
+    private let trustedCaller: @Sendable () -> String?
 
-    public init(path: String = PairingAgent.defaultPath, policy: AgentPolicy, logger: Logger) {
+    public init(path: String = PairingAgent.defaultPath, policy: AgentPolicy, logger: Logger,
+                trustedCaller: @escaping @Sendable () -> String?) {
         self.path = path
         self.state = Mutex(policy)
         self.logger = logger
+        self.trustedCaller = trustedCaller
+    }
+
+    /// An agent that takes calls only from the current owner of `org.bluez` as `bluez` knows it.
+    public convenience init(path: String = PairingAgent.defaultPath, policy: AgentPolicy, logger: Logger,
+                            bluez: BlueZClient) {
+        self.init(path: path, policy: policy, logger: logger, trustedCaller: { bluez.ownerName.withLock { $0 } })
     }
 
     public var policy: AgentPolicy {
@@ -37,6 +48,10 @@ public final class PairingAgent: Sendable {
         guard message.interface == nil || message.interface == AgentPolicy.agentInterface, let member = message.member else {
             return .error(DBusError(name: "org.freedesktop.DBus.Error.UnknownMethod",
                                     message: "\(message.interface ?? "").\(message.member ?? "") is not implemented"))
+        }
+        guard let sender = message.sender, sender == trustedCaller() else {
+            logger.warning("agent: \(member) from \(message.sender ?? "an unknown sender") refused: only org.bluez may call the agent")
+            return .error(DBusError(name: AgentPolicy.rejectedName, message: "only org.bluez may call this agent"))
         }
         let device = message.body.first?.string.flatMap(AgentPolicy.address(ofDevicePath:))
         let answer = state.withLock { $0.answer(member, device: device) }

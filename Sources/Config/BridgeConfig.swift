@@ -12,8 +12,14 @@ public struct BridgeConfig: Sendable, Equatable {
     public var bridgeAPI: Bool
     /// `bridge:`: set when this bridge is one of a fleet sharing the broker (docs/fleet.md); nil for a lone bridge.
     public var fleet: FleetSettings?
+    /// `secrets_dir`: the only directory a device added over the bridge API may name a `passkey_file` in.
+    public var secretsDir: String = BridgeConfig.defaultSecretsDir
+    /// `reply_prefix`: when set, MQTT 5 Response Topics are honoured only under it (otherwise anywhere outside the
+    /// bridge's base topic and the discovery prefix).
+    public var replyPrefix: String?
 
     public static let defaultStateDir = "/var/lib/gattbridge"
+    public static let defaultSecretsDir = "/etc/gattbridge/secrets"
 
     public init(mqtt: MQTTSettings = MQTTSettings(), bluetooth: BluetoothSettings = BluetoothSettings(),
                 homeassistant: HomeAssistantSettings = HomeAssistantSettings(), devices: [DeviceConfig] = [],

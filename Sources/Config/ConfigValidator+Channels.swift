@@ -2,6 +2,12 @@ import Bluetooth
 import Codecs
 
 extension ConfigValidator {
+    /// The shortest `interval` (and `command_ttl`): a poll more often than ten times a second is a typo, and costs a
+    /// core's worth of reads.
+    static let minimumInterval = 0.1
+    /// The shortest `flush_after`: a partial line is worth waiting a few milliseconds for.
+    static let minimumFlushAfter = 0.01
+
     static let channelKeys = ["name", "characteristic", "codec", "mode", "interval", "retain", "qos", "topic", "writable",
                               "write_with_response", "values", "homeassistant", "command_ttl", "delimiter",
                               "write_delimiter", "max_line", "flush_after"]
@@ -24,7 +30,7 @@ extension ConfigValidator {
         }
         var channel = ChannelConfig(name: name ?? "", characteristic: BluetoothUUID(UInt16(0)), codec: try! Codec(.hex))
         if let value = fields["interval"] {
-            channel.interval = seconds(value, key: "interval", context: context) ?? channel.interval
+            channel.interval = seconds(value, key: "interval", context: context, minimum: Self.minimumInterval) ?? channel.interval
             if mode == .notify { report(fields.keyNode("interval")!, "interval in \(context) has no effect with mode notify") }
         }
         if let value = fields["retain"] { channel.retain = bool(value, key: "retain", context: context) ?? false }
@@ -41,7 +47,7 @@ extension ConfigValidator {
                                            choices: HomeAssistantComponent.allCases.map(\.rawValue)) ?? .sensor
         }
         if let value = fields["command_ttl"] {
-            channel.commandTTL = seconds(value, key: "command_ttl", context: context) ?? channel.commandTTL
+            channel.commandTTL = seconds(value, key: "command_ttl", context: context, minimum: Self.minimumInterval) ?? channel.commandTTL
         }
         textSettings(fields, context: context, into: &channel)
         let values = fields["values"].flatMap { valuesMap($0, context: context) } ?? []
@@ -182,7 +188,7 @@ extension ConfigValidator {
             channel.maxLine = integer(value, key: "max_line", context: context, range: 1...1_048_576) ?? channel.maxLine
         }
         if let value = fields["flush_after"] {
-            channel.flushAfter = seconds(value, key: "flush_after", context: context) ?? channel.flushAfter
+            channel.flushAfter = seconds(value, key: "flush_after", context: context, minimum: Self.minimumFlushAfter) ?? channel.flushAfter
         }
     }
 

@@ -1,4 +1,5 @@
 import Bluetooth
+import Codecs
 
 extension ConfigValidator {
     static let deviceKeys = ["name", "address", "channels"]
@@ -40,7 +41,11 @@ extension ConfigValidator {
             context = "device \"\(text)\""
             name = text
             let level = sanitizeTopicLevel(text)
-            if level.isEmpty {
+            if text.unicodeScalars.contains(where: isRefusedInTopics) {
+                // A newline would split every log line that names the device; no label needs one.
+                report(value, "device name \"\(ReportText.escaped(text, maxBytes: 128))\" must not contain control characters")
+                name = nil
+            } else if level.isEmpty {
                 report(value, "device name \"\(text)\" is empty as an MQTT topic level")
                 name = nil
             } else if Self.reservedDeviceLevels.contains(level) {
@@ -77,7 +82,11 @@ extension ConfigValidator {
         if let value = fields["channels"] {
             channels = self.channels(value, device: name.map { "device \"\($0)\"" } ?? context, deviceContext: context)
         }
-        let pairing = self.pairing(fields, context: context)
+        let secrets = source.kind == .api ? registry.secretsDir.map { ($0, registry.passkeyFiles) } : nil
+        let pairing = self.pairing(fields, context: context, secrets: secrets)
+        if let file = pairing?.passkeyFile?.path {
+            registry.passkeyFiles[SecretsDirectory.realPath(file) ?? file] = name ?? context
+        }
         var adapter = fields["adapter"].flatMap { deviceAdapter($0, context: context) }
         if let name = adapter?.name, let listed = registry.adapters?.map(\.name), !listed.contains(name),
            let node = fields["adapter"] {
@@ -140,6 +149,11 @@ struct DeviceRegistry {
     var qualified = false
     /// `bluetooth.adapters` (nil: every adapter BlueZ has): a device may only be pinned to one of them.
     var adapters: [AdapterSetting]?
+    /// `secrets_dir`, for devices from the bridge API (their `passkey_file` must be under it); nil: not checked.
+    var secretsDir: String?
+    /// The real path of every `passkey_file` in use, and the device using it: one device's passkey is never handed
+    /// to a new address.
+    var passkeyFiles: [String: String] = [:]
 
     init() {}
 
@@ -150,6 +164,9 @@ struct DeviceRegistry {
             let position = device.source.line > 0 ? "\(device.source.file):\(device.source.line)" : device.source.file
             levels[device.topicLevel] = (device.name, position)
             addresses[device.address] = (device.name, position)
+            if let file = device.pairing.passkeyFile?.path {
+                passkeyFiles[SecretsDirectory.realPath(file) ?? file] = device.name
+            }
         }
     }
 

@@ -2,8 +2,11 @@
 extension ConfigValidator {
     static let pairingKeys = ["pairing", "passkey", "passkey_file"]
 
-    /// nil when something is wrong (reported at the offending key); `.none` when no key is given.
-    mutating func pairing(_ fields: MappingFields, context: String) -> PairingConfig? {
+    /// nil when something is wrong (reported at the offending key); `.none` when no key is given. `secrets` is set
+    /// for a device from the bridge API: its `passkey_file` must lie under that directory and not be another
+    /// device's (the real paths in use, with the device using each).
+    mutating func pairing(_ fields: MappingFields, context: String,
+                          secrets: (directory: String, inUse: [String: String])? = nil) -> PairingConfig? {
         var mode = PairingMode.none
         if let value = fields["pairing"] {
             guard let text = string(value, key: "pairing", context: context) else { return nil }
@@ -42,7 +45,21 @@ extension ConfigValidator {
             return nil
         }
         guard let path = nonEmptyString(value, key: "passkey_file", context: context) else { return nil }
-        let resolved = TextFile.resolve(path, relativeTo: file)
+        var resolved = TextFile.resolve(path, relativeTo: file)
+        if let secrets {
+            // Checked before anything is read, with one answer for every path outside: whoever sends device/add
+            // learns nothing about the rest of the file system.
+            guard let located = SecretsDirectory.locate(path, in: secrets.directory) else {
+                report(value, "passkey_file in \(context) must name a file in the secrets directory \(secrets.directory) "
+                    + "(secrets_dir)")
+                return nil
+            }
+            if let user = secrets.inUse[located] {
+                report(value, "passkey_file in \(context) is already used by device \"\(user)\"; each device needs its own")
+                return nil
+            }
+            resolved = located
+        }
         switch PairingConfig.readPasskey(file: resolved) {
         case .failure(let problem):
             report(value, problem.description)

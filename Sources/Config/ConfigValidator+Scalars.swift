@@ -58,7 +58,9 @@ extension ConfigValidator {
     }
 
     /// A duration in seconds, integer or decimal, greater than zero (`Seconds`).
-    mutating func seconds(_ node: YAMLNode, key: String, context: String) -> Duration? {
+    /// A duration in seconds; `minimum` refuses values too small to be meant (an `interval` of 5e-324 s is a busy
+    /// loop), naming the minimum.
+    mutating func seconds(_ node: YAMLNode, key: String, context: String, minimum: Double? = nil) -> Duration? {
         let expectation = "\(key) in \(context) must be \(Seconds.expectation)"
         guard case .scalar(let text, let style) = node.content, !node.isNull, style == .plain,
               IntegerSyntax.isDecimal(text) || IntegerSyntax.isFloat(text) else {
@@ -67,6 +69,10 @@ extension ConfigValidator {
         }
         guard let duration = Seconds.parse(text) else {
             report(node, "\(expectation), got \(text)")
+            return nil
+        }
+        if let minimum, duration < .seconds(minimum) {
+            report(node, "\(key) in \(context) must be at least \(minimum == minimum.rounded() ? String(Int(minimum)) : String(minimum)) s, got \(text)")
             return nil
         }
         return duration

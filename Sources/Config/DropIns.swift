@@ -35,6 +35,7 @@ extension ConfigLoader {
         }
         var registry = DeviceRegistry(devices: config.devices)
         registry.adapters = config.bluetooth.adapters
+        registry.secretsDir = config.secretsDir
         for name in names {
             let file = directory + "/" + name
             do throws(ConfigErrors) {
@@ -74,9 +75,11 @@ extension ConfigLoader {
     /// against the devices already running; issues carry JSON paths (`channels[0].codec`). `file` is where it will be
     /// saved, its source.
     public static func validateDevice(json: JSONValue, file: String, existing: [DeviceConfig],
-                                      adapters: [AdapterSetting]? = nil) throws(ConfigErrors) -> DeviceConfig {
+                                      adapters: [AdapterSetting]? = nil,
+                                      secretsDir: String = BridgeConfig.defaultSecretsDir) throws(ConfigErrors) -> DeviceConfig {
         var registry = DeviceRegistry(devices: existing)
         registry.adapters = adapters
+        registry.secretsDir = secretsDir
         return try validateDevice(YAMLNode(json: json, path: ""), file: file, registry: &registry,
                                   source: DeviceSource(kind: .api, file: file, line: 0))
     }

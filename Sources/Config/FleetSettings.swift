@@ -49,11 +49,11 @@ extension ConfigValidator {
                 settings.id = level
             }
         }
-        if let value = fields["handover_after"], let duration = seconds(value, key: "handover_after", context: "bridge") {
+        if let value = fields["handover_after"], let duration = seconds(value, key: "handover_after", context: "bridge", minimum: 1) {
             settings.handoverAfter = duration
         }
         if let value = fields["unreachable_after"],
-           let duration = seconds(value, key: "unreachable_after", context: "bridge") {
+           let duration = seconds(value, key: "unreachable_after", context: "bridge", minimum: 1) {
             settings.unreachableAfter = duration
         }
         return settings

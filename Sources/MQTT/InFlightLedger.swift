@@ -4,34 +4,51 @@
 ///
 /// `on_publish` can run before `publish` has returned the id to us (a fast PUBACK read by the network thread, or a
 /// QoS 0 packet written inside `mosquitto_publish`), so an early acknowledgement is kept until its id is handed over.
+///
+/// Bytes are counted too, QoS 0 packets not yet written included: libmosquitto queues those without bound when the
+/// socket is slower than the publishers, so they count against the byte bound until written.
 struct InFlightLedger: Sendable {
-    private var pending: Set<Int32> = []
+    private var pending: [Int32: Int] = [:]
     /// QoS 0 ids handed over before their write completed: their `on_publish` is not an acknowledgement.
-    private var unwrittenQoS0: Set<Int32> = []
+    private var unwrittenQoS0: [Int32: Int] = [:]
     private var early: Set<Int32> = []
+    /// Bytes of `pending` and `unwrittenQoS0`.
+    private(set) var bytes = 0
 
     var count: Int { pending.count }
 
-    mutating func handedOver(mid: Int32, qos: MQTTQoS) {
+    /// What libmosquitto holds: unacknowledged QoS ≥ 1 messages (count and bytes) and unwritten QoS 0 bytes.
+    var held: Held { Held(count: pending.count, bytes: bytes) }
+
+    mutating func handedOver(mid: Int32, qos: MQTTQoS, bytes size: Int = 0) {
         if early.remove(mid) != nil { return }
         if qos == .atMostOnce {
-            unwrittenQoS0.insert(mid)
+            unwrittenQoS0[mid] = size
         } else {
-            pending.insert(mid)
+            pending[mid] = size
         }
+        bytes += size
     }
 
     /// True when `mid` was a QoS ≥ 1 message counted here (so the count dropped).
     @discardableResult
     mutating func acknowledged(mid: Int32) -> Bool {
-        if pending.remove(mid) != nil { return true }
-        if unwrittenQoS0.remove(mid) == nil { early.insert(mid) }
+        if let size = pending.removeValue(forKey: mid) {
+            bytes -= size
+            return true
+        }
+        if let size = unwrittenQoS0.removeValue(forKey: mid) {
+            bytes -= size
+        } else {
+            early.insert(mid)
+        }
         return false
     }
 
     /// The link dropped: unwritten QoS 0 packets are discarded by libmosquitto and will never report; QoS ≥ 1
     /// messages stay queued in libmosquitto and are resent after the next connect, so they stay counted.
     mutating func linkLost() {
+        for size in unwrittenQoS0.values { bytes -= size }
         unwrittenQoS0.removeAll()
         early.removeAll()
     }

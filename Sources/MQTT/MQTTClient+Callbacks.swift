@@ -73,9 +73,11 @@ extension MQTTClient {
         let payload: [UInt8] = message.payload.map {
             Array(UnsafeRawBufferPointer(start: $0, count: Int(message.payloadlen)))
         } ?? []
-        messageSink.yield(MQTTMessage(topic: topic, payload: payload, qos: MQTTQoS(rawValue: message.qos) ?? .atMostOnce,
-                                      retain: message.retain, responseTopic: Self.responseTopic(properties),
-                                      correlationData: Self.correlationData(properties)))
+        let received = MQTTMessage(topic: topic, payload: payload, qos: MQTTQoS(rawValue: message.qos) ?? .atMostOnce,
+                                   retain: message.retain, responseTopic: Self.responseTopic(properties),
+                                   correlationData: Self.correlationData(properties))
+        inbox.received(received.footprint)
+        messageSink.yield(received)
     }
 
     static func responseTopic(_ properties: OpaquePointer?) -> String? {

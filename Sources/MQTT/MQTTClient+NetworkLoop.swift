@@ -101,17 +101,26 @@ extension MQTTClient {
         networkThread.assertOnOwner("MQTT socket service")
         let socket = handle.socket
         guard socket >= 0 else { return MOSQ_NO_CONN }
-        var events = Int16(POLLIN)
+        // A consumer that fell behind: the socket is not read (so nothing more is queued in memory) until it caught up.
+        let reading = inbox.mayRead()
+        var events = reading ? Int16(POLLIN) : 0
         if handle.wantsWrite { events |= Int16(POLLOUT) }
         var fds = [pollfd(fd: socket, events: events, revents: 0), pollfd(fd: wake.fileDescriptor, events: Int16(POLLIN), revents: 0)]
         let ready = poll(&fds, 2, timeoutMilliseconds)
         if ready < 0 { return errno == EINTR ? MOSQ_SUCCESS : Int32(MOSQ_ERR_ERRNO.rawValue) }
         if fds[1].revents != 0 { wake.drain() }
-        if fds[0].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 {
-            let rc = handle.read()
-            if rc != MOSQ_SUCCESS || handle.socket < 0 { return rc }
+        if reading, fds[0].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 {
+            // libmosquitto reads one packet per call when nothing of ours waits for an acknowledgement: read on
+            // while more is there (up to a batch, within the inbox bound), or a flood of small publishes would be
+            // taken at one packet per wake-up.
+            var batch = 0
+            repeat {
+                let rc = handle.read()
+                if rc != MOSQ_SUCCESS || handle.socket < 0 { return rc }
+                batch += 1
+            } while batch < Self.readBatch && inbox.mayRead() && Self.readable(handle.socket)
         }
-        if fds[0].revents & Int16(POLLOUT) != 0, configuration.tls != nil {
+        if reading, fds[0].revents & Int16(POLLOUT) != 0, configuration.tls != nil {
             // A TLS handshake that wanted to write only advances through a read call (as in `mosquitto_loop`).
             let rc = handle.read()
             if rc != MOSQ_SUCCESS || handle.socket < 0 { return rc }
@@ -121,6 +130,16 @@ extension MQTTClient {
             if rc != MOSQ_SUCCESS || handle.socket < 0 { return rc }
         }
         return handle.misc()
+    }
+
+    /// The most packets read in one wake-up.
+    static var readBatch: Int { 256 }
+
+    /// True when `socket` has input waiting now.
+    static func readable(_ socket: Int32) -> Bool {
+        guard socket >= 0 else { return false }
+        var fd = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        return poll(&fd, 1, 0) > 0 && fd.revents & Int16(POLLIN) != 0
     }
 
     /// The shortest interval between two polls of the broker's socket while traffic flows (5 ms).
@@ -173,9 +192,7 @@ extension MQTTClient {
             guard state.phase == .running else { return (0, 0) }
             for (filter, options) in state.subscriptions { _ = handle.subscribe(filter, options: options) }
             // Deferred messages were published before the link dropped: they go first.
-            let deferred = state.deferred
-            state.deferred = []
-            for outgoing in deferred { _ = handOver(outgoing, state: &state, mayDefer: false) }
+            for outgoing in state.deferred.takeAll() { _ = handOver(outgoing, state: &state, mayDefer: false) }
             // The rest of the buffer (beyond the bound, counting what libmosquitto resends) follows as PUBACKs
             // arrive; publishes meanwhile queue behind it.
             let backlog = state.buffer.count

@@ -27,15 +27,19 @@ public final class MQTTClient: Sendable {
     let threadEnded = Latch()
     let states = StateBroadcast()
     let liveness = LoopLiveness()
-    let wake = WakeSignal()
+    let wake: WakeSignal
     let stopRequested = Atomic<Bool>(false)
     /// Written in the message callback, where the session lock must not be taken.
     let oversizeDropped = Atomic<Int>(0)
     let messageSink: AsyncStream<MQTTMessage>.Continuation
     let dropSink: AsyncStream<MQTTDropReport>.Continuation
 
-    /// Every message received on a subscribed filter, in arrival order. Meant for one consumer.
-    public let messages: AsyncStream<MQTTMessage>
+    /// Every message received on a subscribed filter, in arrival order. Meant for one consumer. At most
+    /// `inboxLimit` bytes wait for it: beyond, the client stops reading from the broker until the consumer caught up.
+    public let messages: MQTTInbox
+    let inbox: InboxGauge
+    /// The bytes of received messages that may wait for the consumer.
+    public static let inboxLimit = 1024 * 1024
 
     /// One report per event that lost messages for good (evictions by the offline bound, QoS 0 while offline,
     /// shutdown, oversize input), meant for one consumer that logs or publishes them (rate-limiting is its job).
@@ -46,8 +50,14 @@ public final class MQTTClient: Sendable {
         self.configuration = configuration
         self.logger = logger
         handle = try MosquittoHandle(configuration: configuration)
-        session = Mutex(SessionState(bufferLimit: configuration.offlineBufferLimit))
-        (messages, messageSink) = AsyncStream.makeStream(of: MQTTMessage.self)
+        session = Mutex(SessionState(bufferLimit: configuration.offlineBufferLimit,
+                                     byteLimit: configuration.offlineBufferBytes))
+        let (stream, sink) = AsyncStream.makeStream(of: MQTTMessage.self)
+        messageSink = sink
+        let wake = WakeSignal()
+        self.wake = wake
+        inbox = InboxGauge(limit: Self.inboxLimit, wake: wake)
+        messages = MQTTInbox(stream: stream, gauge: inbox)
         (drops, dropSink) = AsyncStream.makeStream(of: MQTTDropReport.self, bufferingPolicy: .bufferingNewest(256))
         handle.setUserData(Unmanaged.passUnretained(self).toOpaque())
         installCallbacks()
@@ -143,7 +153,13 @@ public final class MQTTClient: Sendable {
             switch state.phase {
             case .stopped:
                 return (.dropped("client shut down"), [])
-            case _ where state.ready && (outgoing.message.qos == .atMostOnce || mayHandOverDirectly(state)):
+            case _ where state.ready && outgoing.message.qos == .atMostOnce && !overByteBound(state):
+                return (handOver(outgoing, state: &state), [])
+            case _ where state.ready && outgoing.message.qos == .atMostOnce:
+                // libmosquitto already holds the bound's worth of unwritten packets (a flood faster than the
+                // socket): a QoS 0 message is MQTT's to lose, and it is counted.
+                return (.dropped("over the byte bound (QoS 0)"), [])
+            case _ where state.ready && mayHandOverDirectly(state):
                 return (handOver(outgoing, state: &state), [])
             case _ where outgoing.message.qos == .atMostOnce:
                 state.droppedQoS0 += 1
@@ -151,14 +167,15 @@ public final class MQTTClient: Sendable {
             default:
                 // Offline, or libmosquitto holds the bound's worth unacknowledged (then older buffered messages
                 // wait for PUBACKs and the network thread hands them over, this one after them).
-                let unacknowledged = inFlight.withLock { $0.count }
-                let full = state.buffer.capacity(inFlight: unacknowledged) == 0
-                let evicted = state.buffer.append(outgoing, inFlight: unacknowledged)
+                let held = heldBeside(state)
+                let full = state.buffer.isFull(held: held)
+                let evicted = state.buffer.append(outgoing, held: held)
                 return (full ? .dropped("offline buffer full") : .buffered, evicted)
             }
         }
         switch outcome {
         case .dropped("not connected (QoS 0)"): reportDrop(.notConnected, count: 1)
+        case .dropped("over the byte bound (QoS 0)"): reportDrop(.bufferFull, count: 1)
         case .dropped where outgoing.tracked: abandonTracked()
         default: break
         }
@@ -173,7 +190,18 @@ public final class MQTTClient: Sendable {
     /// new messages queue in our buffer, whose eviction keeps the total flat, instead of in libmosquitto's
     /// unbounded queue. The bound never goes below libmosquitto's own in-flight window.
     func mayHandOverDirectly(_ state: SessionState) -> Bool {
-        state.buffer.isEmpty && inFlight.withLock { $0.count } < inFlightGate
+        state.buffer.isEmpty && inFlight.withLock { $0.count } < inFlightGate && !overByteBound(state)
+    }
+
+    /// What libmosquitto holds plus what waits for the network thread, against which the buffer's bound is kept.
+    func heldBeside(_ state: SessionState) -> Held {
+        let ledger = inFlight.withLock { $0.held }
+        return Held(count: ledger.count, bytes: ledger.bytes + state.deferred.bytes)
+    }
+
+    /// True when libmosquitto and the deferred queue already hold the byte bound's worth.
+    func overByteBound(_ state: SessionState) -> Bool {
+        heldBeside(state).bytes >= configuration.offlineBufferBytes
     }
 
     var inFlightGate: Int { max(configuration.offlineBufferLimit, MosquittoHandle.sendMaximum) }
@@ -218,7 +246,7 @@ public final class MQTTClient: Sendable {
             let batch = adoptable[start..<end].map { OutgoingMessage(message: $0) }
             let lost = session.withLock { state -> Int in
                 guard state.phase != .stopped else { return batch.count }
-                return state.buffer.prepend(batch, inFlight: inFlight.withLock { $0.count }).count
+                return state.buffer.prepend(batch, held: heldBeside(state)).count
             }
             if lost > 0 { reportDrop(.bufferFull, count: lost) }
             evicted += lost
@@ -265,7 +293,7 @@ public final class MQTTClient: Sendable {
             if mayDefer { return .dropped(mosquittoDescription(rc)) }
             return dropped(outgoing, reason: mosquittoDescription(rc))
         }
-        inFlight.withLock { $0.handedOver(mid: mid, qos: outgoing.message.qos) }
+        inFlight.withLock { $0.handedOver(mid: mid, qos: outgoing.message.qos, bytes: outgoing.footprint) }
         if outgoing.tracked, deliveries.withLock({ $0.handedOver(mid: mid) }) { finalMessagesDelivered.open() }
         return .handedOver
     }
@@ -276,9 +304,7 @@ public final class MQTTClient: Sendable {
         networkThread.assertOnOwner("MQTT hand-over of waiting messages")
         session.withLock { state in
             if !state.deferred.isEmpty {
-                let waiting = state.deferred
-                state.deferred = []
-                for outgoing in waiting { _ = handOver(outgoing, state: &state, mayDefer: false) }
+                for outgoing in state.deferred.takeAll() { _ = handOver(outgoing, state: &state, mayDefer: false) }
             }
             guard state.ready else { return }
             flushBuffer(&state)
@@ -288,7 +314,8 @@ public final class MQTTClient: Sendable {
     /// Hands buffered messages over in order while the bound allows; call with the session lock held.
     func flushBuffer(_ state: inout SessionState) {
         let gate = inFlightGate
-        while !state.buffer.isEmpty, inFlight.withLock({ $0.count }) < gate, let next = state.buffer.popFirst() {
+        while !state.buffer.isEmpty, inFlight.withLock({ $0.count }) < gate, !overByteBound(state),
+              let next = state.buffer.popFirst() {
             _ = handOver(next, state: &state, mayDefer: false)
         }
     }
@@ -335,8 +362,7 @@ public final class MQTTClient: Sendable {
             let previous = state.phase
             state.phase = .stopped
             state.ready = false
-            let lost = state.buffer.takeAll().count { !$0.tracked } + state.deferred.count { !$0.tracked }
-            state.deferred = []
+            let lost = state.buffer.takeAll().count { !$0.tracked } + state.deferred.takeAll().count { !$0.tracked }
             return (previous == .running, lost)
         }
         if pending {

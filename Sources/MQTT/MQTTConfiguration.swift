@@ -37,6 +37,11 @@ public struct MQTTConfiguration: Sendable, CustomStringConvertible {
     public var will: MQTTMessage?
     /// QoS ≥ 1 messages held while disconnected; beyond this the oldest are dropped (and counted).
     public var offlineBufferLimit: Int
+    /// The same bound in bytes (topic, payload and a fixed overhead per message), over everything that waits to be
+    /// sent: the offline buffer, messages deferred to the network thread and what libmosquitto holds (QoS ≥ 1
+    /// unacknowledged, QoS 0 unwritten). Beyond it QoS ≥ 1 messages evict the oldest buffered ones and QoS 0
+    /// messages are dropped, each counted. Default 4 MiB.
+    public var offlineBufferBytes: Int
     /// First delay before reconnecting; doubled after each failed attempt up to `reconnectDelayMax`.
     public var reconnectDelay: Duration
     public var reconnectDelayMax: Duration
@@ -50,6 +55,7 @@ public struct MQTTConfiguration: Sendable, CustomStringConvertible {
         host: String = "localhost", port: Int = 1883, clientID: String, username: String? = nil,
         password: String? = nil, tls: MQTTTLS? = nil, protocolVersion: MQTTProtocolVersion = .v5,
         keepalive: Duration = .seconds(30), will: MQTTMessage? = nil, offlineBufferLimit: Int = 10_000,
+        offlineBufferBytes: Int = 4 * 1024 * 1024,
         reconnectDelay: Duration = .seconds(1), reconnectDelayMax: Duration = .seconds(30),
         maximumPacketSize: Int = 256 * 1024
     ) {
@@ -63,6 +69,7 @@ public struct MQTTConfiguration: Sendable, CustomStringConvertible {
         self.keepalive = keepalive
         self.will = will
         self.offlineBufferLimit = offlineBufferLimit
+        self.offlineBufferBytes = max(offlineBufferBytes, 64 * 1024)
         self.reconnectDelay = reconnectDelay
         self.reconnectDelayMax = reconnectDelayMax
         self.maximumPacketSize = min(max(maximumPacketSize, 64), Int(Int32.max))

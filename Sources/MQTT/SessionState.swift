@@ -16,7 +16,26 @@ struct SessionState: Sendable {
     /// Published while ready but found the I/O lock taken (the network thread mid-read): handed to libmosquitto by
     /// the network thread as soon as it lets go, before anything newer. Waiting on the lock instead costs both
     /// threads a sleep and a wake-up.
-    var deferred: Deque<OutgoingMessage> = []
+    var deferred = WaitingQueue()
 
-    init(bufferLimit: Int) { buffer = OfflineBuffer(limit: bufferLimit) }
+    init(bufferLimit: Int, byteLimit: Int = .max) { buffer = OfflineBuffer(limit: bufferLimit, byteLimit: byteLimit) }
+}
+
+/// Messages deferred to the network thread, with their bytes: they count against the byte bound like the ones
+/// libmosquitto holds.
+struct WaitingQueue: Sendable {
+    private(set) var messages: Deque<OutgoingMessage> = []
+    private(set) var bytes = 0
+
+    var isEmpty: Bool { messages.isEmpty }
+
+    mutating func append(_ message: OutgoingMessage) {
+        messages.append(message)
+        bytes += message.footprint
+    }
+
+    mutating func takeAll() -> Deque<OutgoingMessage> {
+        defer { messages = []; bytes = 0 }
+        return messages
+    }
 }

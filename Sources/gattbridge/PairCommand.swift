@@ -85,7 +85,7 @@ struct PairCommand: AsyncParsableCommand {
                              session: BlueZSession, logger: Logger) async throws(CLIFailure) -> DeviceInfo {
         let client = session.client
         let agent = PairingAgent(path: PairingAgent.defaultPath + "/cli", policy: AgentPolicy(devices: [address: entry]),
-                                 logger: logger)
+                                 logger: logger, bluez: client)
         await agent.export(on: client.connection)
         var registered = true
         do throws(BlueZError) {

@@ -59,10 +59,19 @@ import Testing
     }
 
     @Test func theExportedObjectRepliesOnTheWire() {
-        let agent = PairingAgent(policy: policy, logger: Logger(label: "test"))
-        func call(_ member: String, _ device: BluetoothAddress) -> DBusReply {
+        let agent = PairingAgent(policy: policy, logger: Logger(label: "test"), trustedCaller: { ":1.7" })
+        func call(_ member: String, _ device: BluetoothAddress, from sender: String? = ":1.7") -> DBusReply {
             agent.reply(to: DBusMessage(kind: .methodCall, path: agent.path, interface: "org.bluez.Agent1", member: member,
+                                        sender: sender,
                                         body: [.objectPath(ObjectPath.device(adapter: "/org/bluez/hci0", address: device))]))
+        }
+        // Any other process on the bus: refused, whatever it asks.
+        for sender in [":1.8", nil] {
+            guard case .error(let refused) = call("RequestPasskey", Self.lock, from: sender) else {
+                Issue.record("RequestPasskey from \(sender ?? "nobody") was answered")
+                return
+            }
+            #expect(refused.name == "org.bluez.Error.Rejected")
         }
         guard case .values(let values) = call("RequestPasskey", Self.lock) else {
             Issue.record("RequestPasskey was not answered")

@@ -355,3 +355,41 @@ def test_the_bridge_api_answers_once_per_fleet_and_adds_devices_on_every_bridge(
     mqtt.wait_for(fleet.topic("bridge", "event"), lambda m: m.json() == connected, 10, since=mark)
     events = [json.loads(m.text) for m in mqtt.received(fleet.topic("bridge", "event"), mark)]
     assert [e for e in events if e.get("type") == "connected"] == [connected], events
+
+
+def test_forged_fleet_records_are_claims_that_heal_within_seconds(bench, run_gattbridge, peripheral, mosquitto, mqtt,
+                                                                 wait_until, tmp_path):
+    """Issue 27: any client of the broker can write the fleet's topics. A request or record naming a bridge that is
+    not live moves nothing, and a forged `offline` on a live bridge's state is said back at once: within 30 s of
+    each forgery the device is owned by a, online, and the retained records agree."""
+    fleet = strap_owned_by_a(bench, run_gattbridge, peripheral, mosquitto, mqtt, wait_until, tmp_path, -50, -75)
+    availability, owner = fleet.topic("strap", "availability"), fleet.topic("strap", "owner")
+    mqtt.wait_for(availability, "online", 20)
+
+    def healed() -> bool:
+        return (fleet.owners("strap") == ["a"] and retained(mosquitto, owner) is not None
+                and json.loads(retained(mosquitto, owner))["bridge"] == "a"
+                and retained(mosquitto, availability) == "online"
+                and retained(mosquitto, fleet.topic("bridge", "a", "state")) == "online")
+
+    forgeries = [
+        # A handover request from a bridge that does not exist, with the best signal there is.
+        (fleet.topic("strap", "owner", "request"), json.dumps({"bridge": "zz", "rssi": 20}), False),
+        # A retained record naming a lower id than the owner's, of no bridge at all.
+        (owner, json.dumps({"bridge": "0", "rssi": 20, "since": 1}), True),
+        # The owner's own state, forged offline (as its will would say).
+        (fleet.topic("bridge", "a", "state"), "offline", True),
+    ]
+    for topic, payload, retain in forgeries:
+        mark = mqtt.mark()
+        forged = time.monotonic()
+        mqtt.publish(topic, payload, retain=retain)
+        wait_until(healed, 30, lambda: f"not healed after {payload} on {topic}: owners {fleet.owners('strap')}, "
+                                       f"record {retained(mosquitto, owner)}, availability "
+                                       f"{retained(mosquitto, availability)}")
+        assert time.monotonic() - forged < 30
+        # Nobody ever recorded a bridge that does not exist as the owner.
+        names = [json.loads(m.text)["bridge"] for m in mqtt.received(owner, mark) if m.payload]
+        assert "zz" not in names, names
+    for bridge in fleet.bridges.values():
+        bridge.assert_running()

@@ -319,20 +319,19 @@ public actor BridgeCore {
             }
         }
         session.send(.command(CommandRequest(channel: channel, verb: verb, payload: message.payload,
-                                             topic: message.topic, replies: Self.replies(of: message))))
+                                             topic: message.topic, replies: replies(of: message))))
     }
 
     private func reject(_ message: MQTTMessage, _ reason: String, payload: Bool = false) {
         host.emit(.rejected(CommandRejection(topic: message.topic, reason: reason,
                                              payload: payload ? message.payload : nil,
-                                             replies: Self.replies(of: message))))
+                                             replies: replies(of: message))))
     }
 
-    /// An MQTT 5 request/response command: the result goes to its Response Topic (docs/bridge-api.md). A topic the broker
-    /// would refuse (wildcards, NUL, empty) gets no reply.
-    static func replies(of message: MQTTMessage) -> [ReplyTarget] {
-        guard let topic = message.responseTopic, BridgeAPIFeature.isPublishable(topic) else { return [] }
-        return [ReplyTarget(topic: topic, correlationData: message.correlationData)]
+    /// An MQTT 5 request/response command: the result goes to its Response Topic, if `ReplyTopicRule` allows it
+    /// (never the bridge's own topics or the discovery prefix).
+    func replies(of message: MQTTMessage) -> [ReplyTarget] {
+        ReplyTopicRule(config: config).replies(of: message)
     }
 
     /// A characteristic value is at most 512 bytes; a text command is written in MTU-sized chunks, one GATT

@@ -148,8 +148,14 @@ struct BridgeAPIFeature: BridgeFeature {
 
     /// One request off the broker: held (a shared one in a fleet that has not settled), left to another bridge of
     /// the fleet, served and answered here, or returned to run on a child task.
-    private func receive(_ message: MQTTMessage, verb: String, shared: Bool, state: inout APIState,
+    private func receive(_ request: MQTTMessage, verb: String, shared: Bool, state: inout APIState,
                          longRequests: Int, context: FeatureContext) async -> LongRequest? {
+        var message = request
+        if let topic = message.responseTopic, let config = state.config, !ReplyTopicRule(config: config).allows(topic) {
+            // Answered on B/bridge/response/<verb> only: the requester's topic is one the bridge does not answer on.
+            logger.warning("response topic \(ReportText.escaped(topic, maxBytes: 128)) of a bridge request ignored")
+            message.responseTopic = nil
+        }
         if message.retain {
             // A retained request would run again at every restart and reconnect.
             logger.warning("retained bridge request on \(message.topic) ignored")
@@ -248,7 +254,7 @@ struct BridgeAPIFeature: BridgeFeature {
         let device: DeviceConfig
         do throws(ConfigErrors) {
             device = try ConfigLoader.validateDevice(json: object, file: path, existing: config.devices,
-                                                     adapters: config.bluetooth.adapters)
+                                                     adapters: config.bluetooth.adapters, secretsDir: config.secretsDir)
         } catch {
             return BridgeResponse.error(error.issues.map(\.description).joined(separator: "; "), transaction: transaction)
         }
@@ -300,17 +306,11 @@ struct BridgeAPIFeature: BridgeFeature {
     /// Response Topic with its Correlation Data.
     private func answer(_ request: MQTTMessage, on responseTopic: String, _ payload: String, context: FeatureContext) {
         context.publish(responseTopic, payload, qos: 1, retain: false)
-        if let topic = request.responseTopic, Self.isPublishable(topic) {
+        if let topic = request.responseTopic, ReplyTopicRule.isPublishable(topic) {
             var reply = MQTTMessage(topic: topic, string: payload, qos: .atLeastOnce, retain: false)
             reply.correlationData = request.correlationData
             context.publish(reply)
         }
-    }
-
-    /// A Response Topic comes from the requester: one with wildcards, NUL or no text at all would be refused by the
-    /// broker or the client, so it is not answered there.
-    static func isPublishable(_ topic: String) -> Bool {
-        !topic.isEmpty && topic.utf8.count <= 65535 && !topic.utf8.contains(where: { $0 == 0 || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "#") })
     }
 
     // MARK: - Retained state

@@ -9,7 +9,10 @@ import MQTT
 struct EventLogFeature: BridgeFeature {
     let logger: Logger
 
-    private enum Timer: Sendable { case summary }
+    private enum Timer: Sendable { case summary, drops }
+
+    /// Losses are logged at most once per period: the first at once, the rest of the period summed in one line.
+    static let dropReportPeriod: Duration = .seconds(5)
 
     func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
         var topics = BridgeTopics(base: "")
@@ -18,6 +21,23 @@ struct EventLogFeature: BridgeFeature {
         /// Messages the MQTT client lost, by reason, not yet reported on `B/bridge/log`. Reported only while the
         /// broker is connected: a report published into a full offline buffer would evict yet another message.
         var unreportedDrops: [MQTTDropReport.Reason: Int] = [:]
+        /// Losses not yet logged, by reason, and the running total of the newest report of each.
+        var unloggedDrops: [MQTTDropReport.Reason: (count: Int, total: Int)] = [:]
+        var dropWindowOpen = false
+
+        /// One line per reason for what was lost since the last line, and one `B/bridge/log` report per reason.
+        func flushDrops() {
+            for (reason, lost) in unloggedDrops.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                // QoS 0 while the broker is away is MQTT's contract for QoS 0 (RSSI, which is republished after the
+                // reconnect): logged, not reported as an error.
+                let level: Logger.Level = reason == .notConnected ? .info : .warning
+                logger.log(level: level, "\(lost.count) MQTT message(s) lost: \(Self.explain(reason))",
+                           metadata: ["total": "\(lost.total)"])
+                if reason != .notConnected { unreportedDrops[reason, default: 0] += lost.count }
+            }
+            unloggedDrops = [:]
+            reportDrops()
+        }
 
         func reportDrops() {
             guard connected else { return }
@@ -38,14 +58,20 @@ struct EventLogFeature: BridgeFeature {
             case .event(.brokerDisconnected):
                 connected = false
             case .event(.messagesDropped(let report)):
-                let level: Logger.Level = report.reason == .notConnected ? .info : .warning
-                logger.log(level: level, "\(report.count) MQTT message(s) lost: \(Self.explain(report.reason))",
-                           metadata: ["total": "\(report.total)"])
-                // QoS 0 while the broker is away is MQTT's contract for QoS 0 (RSSI, which is republished after the
-                // reconnect): logged, not reported as an error.
-                guard report.reason != .notConnected else { break }
-                unreportedDrops[report.reason, default: 0] += report.count
-                reportDrops()
+                // A flood drops thousands of messages, each in its own report: one line per period, not per report
+                // (the reports on `B/bridge/log` would otherwise be dropped in turn, feeding the flood).
+                let previous = unloggedDrops[report.reason]?.count ?? 0
+                unloggedDrops[report.reason] = (previous + report.count, report.total)
+                guard !dropWindowOpen else { break }
+                flushDrops()
+                dropWindowOpen = true
+                return [(.now + Self.dropReportPeriod, .drops)]
+            case .timer(.drops):
+                dropWindowOpen = false
+                guard !unloggedDrops.isEmpty else { break }
+                flushDrops()
+                dropWindowOpen = true
+                return [(.now + Self.dropReportPeriod, .drops)]
             case .event(.configApplied(_, let config)):
                 topics = BridgeTopics(base: config.mqtt.baseTopic)
             case .event(.deviceEvent(let device, let event)):
@@ -57,7 +83,7 @@ struct EventLogFeature: BridgeFeature {
                 case .suppress(let first):
                     if first, let end = limiter.windowEnd { return [(end, .summary)] }
                 }
-            case .timer:
+            case .timer(.summary):
                 guard let count = limiter.summary(now: .now) else { break }
                 let message = "\(count) more rejected command\(count == 1 ? "" : "s") in the last second not reported one by one"
                 logger.warning("\(message)")

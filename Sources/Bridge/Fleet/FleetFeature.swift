@@ -12,11 +12,15 @@ import MQTT
 struct FleetFeature: BridgeFeature {
     let logger: Logger
 
-    struct Timer: Sendable {
-        let device: String
-        let timer: OwnershipTimer
-        let token: UInt64
+    enum Timer: Sendable {
+        case device(String, OwnershipTimer, token: UInt64)
+        /// After this bridge's state was forged `offline`: its devices' availability is said again, once the other
+        /// bridges' `offline` for them (they took the forgery for a will) has landed.
+        case reassertAvailability
     }
+
+    /// How long after a forged `offline` this bridge says its devices' availability again.
+    static let reassertDelay: Duration = .seconds(1)
 
     func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
         var fleet: FleetSettings?
@@ -26,6 +30,7 @@ struct FleetFeature: BridgeFeature {
         var machines: [String: OwnershipMachine] = [:]
         var brokerUp = false
         var filters: [String] = []
+        var reassertPending = false
 
         func apply(_ name: String, _ actions: [OwnershipAction]) -> [(at: ContinuousClock.Instant, timer: Timer)] {
             guard let device = devices[name] else { return [] }
@@ -46,7 +51,7 @@ struct FleetFeature: BridgeFeature {
                 case .markOffline:
                     context.publish(topics.availability(device), "offline", qos: 1, retain: true)
                 case .schedule(let timer, let delay, let token):
-                    timers.append((.now + delay, Timer(device: name, timer: timer, token: token)))
+                    timers.append((.now + delay, .device(name, timer, token: token)))
                 }
             }
             return timers
@@ -135,7 +140,19 @@ struct FleetFeature: BridgeFeature {
             case .event(.message(let message)):
                 guard fleet != nil else { break }
                 if let bridge = topics.parseBridgeState(message.topic) {
-                    return feedAll(.bridgeState(bridge, online: message.payloadString == "online"))
+                    let online = message.payloadString == "online"
+                    if bridge == fleet?.id {
+                        // This bridge is connected, so `offline` on its own state is someone else's (its will only
+                        // fires once it is gone, its goodbye only after the features stopped): said again at once,
+                        // before the other bridges act on it as on a will.
+                        guard !online, brokerUp else { break }
+                        logger.notice("offline on this bridge's own state while it is connected (written by another client, or a stale retained one): publishing online again")
+                        context.publish(topics.bridgeState, "online", qos: 1, retain: true)
+                        guard !reassertPending else { break }
+                        reassertPending = true
+                        return [(.now + Self.reassertDelay, .reassertAvailability)]
+                    }
+                    return feedAll(.bridgeState(bridge, online: online))
                 }
                 if let level = topics.parseOwner(message.topic), let name = byLevel[level] {
                     return feed(name, .owner(Self.record(message.payloadString)))
@@ -145,8 +162,12 @@ struct FleetFeature: BridgeFeature {
                     return feed(name, .handoverRequested(by: bridge, rssi: rssi))
                 }
 
-            case .timer(let timer):
-                return feed(timer.device, .timer(timer.timer, token: timer.token))
+            case .timer(.device(let name, let timer, let token)):
+                return feed(name, .timer(timer, token: token))
+
+            case .timer(.reassertAvailability):
+                reassertPending = false
+                context.requestRepublish(states: false)
 
             case .event:
                 break

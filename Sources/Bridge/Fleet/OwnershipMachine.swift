@@ -84,6 +84,9 @@ public enum OwnershipAction: Sendable, Hashable {
 ///   settle are a few seconds); every bridge that saw the will marks the device `offline` (idempotent), so a device
 ///   nobody can take reads `offline`;
 /// - between two bridges that both claim or both believe they own, the lower `bridge.id` wins;
+/// - records and requests are claims, not commands: only a bridge whose retained state is `online` counts as live,
+///   so a record or request naming any other (a forged one, or one whose bridge died) moves nothing: the owner
+///   publishes its own record again, and a device without a live owner is claimed as usual;
 /// - a bridge claims or asks for a device only while it has room for it (`room`): one whose adapters are full would
 ///   hold the device offline while another could connect it;
 /// - an owner that has not had the device online for `unreachableAfter` (its adapter wedged or full, the device out
@@ -137,8 +140,10 @@ public struct OwnershipMachine: Sendable {
     public private(set) var record: OwnerRecord?
     public private(set) var rssi: Int?
     public private(set) var brokerUp = false
-    /// Bridges whose state is `offline` (any other is taken as live: a record's bridge is live until its will).
-    private var offline: Set<String> = []
+    /// Bridges whose retained state is `online`, as seen since the broker connected. Only these are live: a record
+    /// or a request naming any other bridge (one that does not exist, or whose will fired) is a claim nobody backs,
+    /// so an owner keeps its device against it and a bridge without a live owner claims.
+    private var live: Set<String> = []
     /// The lower id this bridge yielded to while settling; its echo of our claim is then no reason to claim again.
     private var yieldedTo: String?
     private var claimPending = false
@@ -181,7 +186,7 @@ public struct OwnershipMachine: Sendable {
             // Resubscribing replays every retained record and state: what we knew may be stale or gone (a
             // broker restart without persistence), so it is learnt again while listening.
             record = nil
-            offline = []
+            live = []
             claimPending = false
             strongerSince = nil
             switch state {
@@ -211,10 +216,10 @@ public struct OwnershipMachine: Sendable {
         case .bridgeState(let bridge, let online):
             guard bridge != id else { break }
             if online {
-                offline.remove(bridge)
+                guard live.insert(bridge).inserted else { break }
                 if record?.bridge == bridge, state == .idle { claimPending = false; bump(.claim) }
             } else {
-                guard offline.insert(bridge).inserted else { break }
+                guard live.remove(bridge) != nil else { break }
                 guard record?.bridge == bridge, !(state == .listening || listeningWhileOwned) else { break }
                 out.append(.markOffline)
                 considerClaim(&out)
@@ -231,7 +236,9 @@ public struct OwnershipMachine: Sendable {
             if state == .idle { claimPending = false; bump(.claim) }
 
         case .handoverRequested(let challenger, let theirs):
-            guard state == .owned, !listeningWhileOwned, challenger != id, !offline.contains(challenger) else { break }
+            // Only a live bridge may ask: a request naming a bridge nobody has seen online would hand the device to
+            // a name that never claims it.
+            guard state == .owned, !listeningWhileOwned, challenger != id, live.contains(challenger) else { break }
             let mine = reportedRSSI
             if theirs >= mine + Self.handoverMargin {
                 state = .releasing(to: challenger, rssi: theirs)
@@ -285,7 +292,7 @@ public struct OwnershipMachine: Sendable {
 
     private var ownerLive: Bool {
         guard let record else { return false }
-        return record.bridge == id ? state == .owned : !offline.contains(record.bridge)
+        return record.bridge == id ? state == .owned : live.contains(record.bridge)
     }
 
     private mutating func fired(_ timer: OwnershipTimer, now: ContinuousClock.Instant, unixNow: Int64,
@@ -295,7 +302,7 @@ public struct OwnershipMachine: Sendable {
             let wasOwned = listeningWhileOwned
             listeningWhileOwned = false
             if wasOwned {
-                if let record, record.bridge != id, !offline.contains(record.bridge) {
+                if let record, record.bridge != id, live.contains(record.bridge) {
                     // Someone took the device while we were cut off (our will fired): theirs now, released silently
                     // (the hold stays until this bridge owns the device again).
                     state = .idle
@@ -395,17 +402,19 @@ public struct OwnershipMachine: Sendable {
         }
         switch state {
         case .claiming:
-            if record.bridge < id {
+            if record.bridge < id, live.contains(record.bridge) {
                 state = .idle
                 yieldedTo = record.bridge
             } else {
                 claim(unixNow: unixNow, now: now, &out)  // the retained last write must be the lower id's
             }
         case .owned:
-            if record.bridge < id {
+            if record.bridge < id, live.contains(record.bridge) {
                 state = .idle
                 out.append(.own(false))
             } else {
+                // A higher id, or a bridge that is not live (a forged or stale record): the device stays ours,
+                // and the record says so again.
                 publishRecord(rssi: reportedRSSI, since: unixNow, now: now, &out)
             }
         case .requested:

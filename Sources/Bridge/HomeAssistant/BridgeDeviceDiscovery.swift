@@ -106,6 +106,10 @@ struct BridgeDeviceFeature: BridgeFeature {
     let version: String
     let link: MQTTLink
     let hostname: String
+    /// The shortest interval between two diagnostics published because messages were dropped.
+    static let diagnosticsPeriod: Duration = .seconds(5)
+
+    private enum Timer: Sendable { case birth, diagnostics }
 
     /// The adapters that get a state sensor: every listed one, present or not, or (no list: every adapter BlueZ
     /// has) each one seen since start. A sensor that shows `absent` while its dongle is unplugged says more than one
@@ -122,12 +126,22 @@ struct BridgeDeviceFeature: BridgeFeature {
         var online: Set<String> = []
         var lastDiagnostics: String?
 
-        func publishConfigs() {
+        /// The payload last published on each config topic, so a config change (a device added) republishes only
+        /// what changed.
+        var published: [String: String] = [:]
+
+        func publishConfigs(changedOnly: Bool = false) {
             guard let discovery else { return }
             let messages = discovery.messages(adapters: adapters)
-            for message in messages { context.publish(message.topic, message.payload, qos: 1, retain: true) }
+            for message in messages where !changedOnly || published[message.topic] != message.payload {
+                context.publish(message.topic, message.payload, qos: 1, retain: true)
+                published[message.topic] = message.payload
+            }
             let now = Set(messages.map(\.topic))
-            for topic in announced.subtracting(now) { context.publish(topic, "", qos: 1, retain: true) }
+            for topic in announced.subtracting(now) {
+                context.publish(topic, "", qos: 1, retain: true)
+                published[topic] = nil
+            }
             announced = now
         }
 
@@ -142,7 +156,24 @@ struct BridgeDeviceFeature: BridgeFeature {
             context.publish(discovery.diagnosticsTopic, text, qos: 1, retain: true)
         }
 
-        for await event in events {
+        var pendingBirth = false
+        var pendingDiagnostics = false
+
+        await runFeatureLoop(events, timer: Timer.self) { input in
+            let event: CoreEvent
+            switch input {
+            case .timer(.birth):
+                pendingBirth = false
+                publishConfigs()
+                publishDiagnostics(force: true)
+                return []
+            case .timer(.diagnostics):
+                pendingDiagnostics = false
+                publishDiagnostics(force: false)
+                return []
+            case .event(let next):
+                event = next
+            }
             switch event {
             case .configApplied(_, let config):
                 let next = BridgeDeviceDiscovery(config: config, version: version, hostname: hostname)
@@ -150,6 +181,7 @@ struct BridgeDeviceFeature: BridgeFeature {
                     || previous.config.mqtt.baseTopic != next.config.mqtt.baseTopic {
                     for topic in announced { context.publish(topic, "", qos: 1, retain: true) }
                     announced = []
+                    published = [:]
                     if previous.diagnosticsTopic != next.diagnosticsTopic {
                         context.publish(previous.diagnosticsTopic, "", qos: 1, retain: true)
                     }
@@ -164,21 +196,24 @@ struct BridgeDeviceFeature: BridgeFeature {
                 adapters = Self.sensorAdapters(known: adapters.filter(config.bluetooth.uses), present: [],
                                                listed: config.bluetooth.adapters?.map(\.name))
                 discovery = next
-                publishConfigs()
+                publishConfigs(changedOnly: true)
                 publishDiagnostics(force: false)
             case .brokerConnected:
                 publishConfigs()
                 publishDiagnostics(force: true)
             case .message(let message):
                 guard let discovery, message.topic == discovery.statusTopic,
-                      message.payloadString == "online" else { break }
-                publishConfigs()
-                publishDiagnostics(force: true)
+                      message.payloadString == "online", !pendingBirth else { break }
+                pendingBirth = true
+                return [(.now + HomeAssistantFeature.birthRepublishDelay, .birth)]
             case .availability(let device, let value):
                 if value { online.insert(device.name) } else { online.remove(device.name) }
                 publishDiagnostics(force: false)
             case .messagesDropped:
-                publishDiagnostics(force: false)
+                // Drops come in floods: the count is published once a period, not once per report.
+                guard !pendingDiagnostics else { break }
+                pendingDiagnostics = true
+                return [(.now + Self.diagnosticsPeriod, .diagnostics)]
             case .adapters(let statuses, _):
                 let names = Self.sensorAdapters(known: adapters, present: statuses.map(\.name),
                                                 listed: discovery?.config.bluetooth.adapters?.map(\.name))
@@ -188,6 +223,7 @@ struct BridgeDeviceFeature: BridgeFeature {
             default:
                 break
             }
+            return []
         }
     }
 }

@@ -14,8 +14,11 @@ struct HomeAssistantFeature: BridgeFeature {
     /// How long after configs the states follow: Home Assistant creates an entity when its config arrives and only
     /// then subscribes to its state topic, so a non-retained state sent together with the config would be lost.
     static let stateRepublishDelay: Duration = .seconds(1)
+    /// How long a birth message waits before the configs go out. Births that arrive meanwhile are absorbed by the
+    /// pending republish: a flood of `online` costs one republish per window, not one per message.
+    static let birthRepublishDelay: Duration = .milliseconds(500)
 
-    private enum Timer: Sendable { case republishStates }
+    private enum Timer: Sendable { case republishStates, republishConfigs }
 
     func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
         var discovery: HomeAssistantDiscovery?
@@ -23,20 +26,31 @@ struct HomeAssistantFeature: BridgeFeature {
         /// Config topics published by this process: one not among them is new to Home Assistant (docs/home-assistant.md).
         var announced: Set<String> = []
         var pendingStates = false
+        var pendingConfigs = false
+        /// The payload last published on each config topic: a config change republishes only what changed (a device
+        /// added publishes its own configs, not everyone's).
+        var published: [String: String] = [:]
         /// Fleet (docs/fleet.md): the devices this bridge owns, the only ones it publishes or clears configs for.
         var owned: Set<String> = []
         func speaksFor(_ device: DeviceConfig) -> Bool { discovery?.config.fleet == nil || owned.contains(device.name) }
 
-        /// Publishes every config; true when one of them was never published before by this process.
-        func publishAll() -> Bool {
+        /// Publishes every config (`changedOnly`: those whose payload differs from the last one published); true
+        /// when one of them was never published before by this process.
+        func publishAll(changedOnly: Bool = false) -> Bool {
             guard let discovery, discovery.isEnabled else { return false }
             var fresh = false
             let devices = discovery.config.devices.filter(speaksFor)
             for message in devices.flatMap({ discovery.messages(for: $0, identity: identities[$0.name]) }) {
-                context.publish(message.topic, message.payload, qos: 1, retain: true)
+                if changedOnly, published[message.topic] == message.payload { continue }
+                publish(message)
                 fresh = announced.insert(message.topic).inserted || fresh
             }
             return fresh
+        }
+
+        func publish(_ message: DiscoveryMessage) {
+            context.publish(message.topic, message.payload, qos: 1, retain: true)
+            published[message.topic] = message.payload
         }
 
         func statesSoon() -> [(at: ContinuousClock.Instant, timer: Timer)] {
@@ -61,6 +75,7 @@ struct HomeAssistantFeature: BridgeFeature {
                     for topic in removed {
                         context.publish(topic, "", qos: 1, retain: true)
                         announced.remove(topic)
+                        published[topic] = nil
                     }
                     if previous.isEnabled && (previous.discoveryPrefix != next.discoveryPrefix || !next.isEnabled) {
                         context.unsubscribe(previous.statusTopic)
@@ -71,8 +86,9 @@ struct HomeAssistantFeature: BridgeFeature {
                                       || previous?.discoveryPrefix != next.discoveryPrefix) {
                     context.subscribe(next.statusTopic)
                     context.subscribe(next.configFilter)
+                    published = [:]
                 }
-                if publishAll() { return statesSoon() }
+                if publishAll(changedOnly: true) { return statesSoon() }
             case .event(.brokerConnected):
                 if publishAll() { return statesSoon() }
             case .event(.ownership(let device, let isOwned)):
@@ -80,28 +96,33 @@ struct HomeAssistantFeature: BridgeFeature {
                 guard isOwned, let discovery, discovery.isEnabled else { break }
                 var fresh = false
                 for message in discovery.messages(for: device, identity: identities[device.name]) {
-                    context.publish(message.topic, message.payload, qos: 1, retain: true)
+                    publish(message)
                     fresh = announced.insert(message.topic).inserted || fresh
                 }
                 if fresh { return statesSoon() }
             case .event(.identified(let device, let identity)):
                 identities[device.name] = identity
                 guard let discovery, discovery.isEnabled else { break }
-                for message in discovery.messages(for: device, identity: identity) {
-                    context.publish(message.topic, message.payload, qos: 1, retain: true)
+                for message in discovery.messages(for: device, identity: identity)
+                where published[message.topic] != message.payload {
+                    publish(message)
                 }
             case .event(.message(let message)):
                 guard let discovery, discovery.isEnabled else { break }
                 if message.topic == discovery.statusTopic {
-                    guard message.payloadString == "online" else { break }
+                    guard message.payloadString == "online", !pendingConfigs else { break }
                     logger.info("Home Assistant is online; republishing discovery and states")
-                    _ = publishAll()
-                    return statesSoon()
+                    pendingConfigs = true
+                    return [(.now + Self.birthRepublishDelay, .republishConfigs)]
                 }
                 if Self.isStaleOwnConfig(message, discovery: discovery, announced: announced) {
                     logger.info("clearing stale Home Assistant config \(message.topic)")
                     context.publish(message.topic, "", qos: 1, retain: true)
                 }
+            case .timer(.republishConfigs):
+                pendingConfigs = false
+                _ = publishAll()
+                return statesSoon()
             case .timer(.republishStates):
                 pendingStates = false
                 context.requestRepublish(states: true)

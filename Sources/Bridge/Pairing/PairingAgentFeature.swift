@@ -15,7 +15,7 @@ struct PairingAgentFeature: BridgeFeature {
     var readiness = AgentReadiness()
 
     func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
-        let agent = PairingAgent(policy: AgentPolicy(), logger: logger)
+        let agent = PairingAgent(policy: AgentPolicy(), logger: logger, bluez: bluez)
         await agent.export(on: bluez.connection)
         let registrar = AgentRegistrar(bluez: bluez, agent: agent, logger: logger, readiness: readiness)
         // Subscribed before anything is registered, so a bluetoothd restart from now on is seen.

@@ -85,12 +85,24 @@ import Testing
     }
 
     @Test func repliesAreTakenFromTheResponseTopicOfACommand() {
+        let rule = ReplyTopicRule(base: "b", discoveryPrefix: "homeassistant")
         var message = MQTTMessage(topic: "b/lamp/led/set", string: "ON")
-        #expect(BridgeCore.replies(of: message) == [])
+        #expect(rule.replies(of: message) == [])
         message.responseTopic = "me/reply"
         message.correlationData = [9]
-        #expect(BridgeCore.replies(of: message) == [ReplyTarget(topic: "me/reply", correlationData: [9])])
+        #expect(rule.replies(of: message) == [ReplyTarget(topic: "me/reply", correlationData: [9])])
         message.responseTopic = "me/#"
-        #expect(BridgeCore.replies(of: message) == [])
+        #expect(rule.replies(of: message) == [])
+    }
+
+    @Test func answersNeverGoToTheBridgesOwnTopicsOrTheDiscoveryPrefix() {
+        let rule = ReplyTopicRule(base: "b", discoveryPrefix: "homeassistant")
+        for topic in ["b/other/led/set", "b/bridge/kitchen/state", "b", "homeassistant/switch/x/config", "homeassistant"] {
+            #expect(!rule.allows(topic), "\(topic)")
+        }
+        for topic in ["bx/reply", "me/reply", "homeassistantx/r"] { #expect(rule.allows(topic), "\(topic)") }
+        let only = ReplyTopicRule(base: "b", discoveryPrefix: "homeassistant", replyPrefix: "replies")
+        #expect(only.allows("replies/app/1"))
+        #expect(!only.allows("me/reply") && !only.allows("replies") && !only.allows("repliesx/1"))
     }
 }
