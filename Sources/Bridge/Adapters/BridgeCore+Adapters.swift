@@ -7,8 +7,8 @@ import Logging
 import Glibc
 #endif
 
-/// What the adapter side of the core reacts to, from outside its actor: session reports, discovery results, its own
-/// timers and recovery steps. One stream, consumed in order by `adapterLoops`.
+/// What the adapter side of the core reacts to: session reports, discovery results, its own timers and recovery
+/// steps. Posted to the core's inbox (`CoreInput.adapter`).
 enum AdapterInput: Sendable {
     /// A Connect or StartDiscovery through the adapter (its object path) finished; `error` nil when it worked.
     case operation(adapterPath: String, error: String?)
@@ -29,18 +29,14 @@ extension BridgeCore {
         return .seconds(60)
     }
 
-    /// Serves the adapter inputs, forwards discovery results into them, and runs the timers and recovery steps,
-    /// until `shutdown()` finishes the job stream; then cancels what still waits.
+    /// Forwards discovery results to the inbox, and runs the timers, recovery steps and session stops the loop hands
+    /// it, until `shutdown()` finishes the job stream; then cancels what still waits.
     func adapterLoops() async {
-        let inputs = adapterInputs.stream, jobs = adapterJobs.stream, outcomes = discovery.outcomes
-        let sink = adapterInputs.continuation
+        let jobs = adapterJobs.stream, outcomes = discovery.outcomes, sink = self.sink
         await withDiscardingTaskGroup { group in
-            group.addTask { [weak self] in
-                for await input in inputs { await self?.adapterInput(input) }
-            }
             group.addTask {
                 for await outcome in outcomes {
-                    sink.yield(.operation(adapterPath: outcome.adapter, error: outcome.error))
+                    sink.yield(.adapter(.operation(adapterPath: outcome.adapter, error: outcome.error)))
                 }
             }
             for await job in jobs { group.addTask(operation: job) }
@@ -49,7 +45,6 @@ extension BridgeCore {
     }
 
     func finishAdapterLoops() {
-        adapterInputs.continuation.finish()
         adapterJobs.continuation.finish()
     }
 
@@ -184,20 +179,20 @@ extension BridgeCore {
     private func arm(_ adapter: String, at instant: ContinuousClock.Instant) {
         if let armed = armedWakes[adapter], armed <= instant { return }
         armedWakes[adapter] = instant
-        let sink = adapterInputs.continuation
+        let sink = self.sink
         adapterJobs.continuation.yield {
             try? await Task.sleep(until: instant, clock: .continuous)
-            if !Task.isCancelled { sink.yield(.tick(adapter: adapter)) }
+            if !Task.isCancelled { sink.yield(.adapter(.tick(adapter: adapter))) }
         }
     }
 
     private func runStep(_ step: AdapterHealthMachine.Step, adapter: String) {
         guard let path = adapterSet.present[adapter]?.path else {
-            adapterInputs.continuation.yield(.stepFinished(adapter: adapter, step, ok: false, error: "adapter gone"))
+            sink.yield(.adapter(.stepFinished(adapter: adapter, step, ok: false, error: "adapter gone")))
             return
         }
         logger.warning("adapter \(adapter) wedged; recovery step \(step.rawValue)")
-        let sink = adapterInputs.continuation, bluez = self.bluez, discovery = self.discovery
+        let sink = self.sink, bluez = self.bluez, discovery = self.discovery
         adapterJobs.continuation.yield {
             var error: String?
             switch step {
@@ -211,7 +206,7 @@ extension BridgeCore {
                     error = "power cycle: \(failure)"
                 }
             }
-            sink.yield(.stepFinished(adapter: adapter, step, ok: error == nil, error: error))
+            sink.yield(.adapter(.stepFinished(adapter: adapter, step, ok: error == nil, error: error)))
         }
     }
 

@@ -5,24 +5,29 @@ import Logging
 import MQTT
 import Synchronization
 
-/// Owns the device sessions and the features. It routes BlueZ events to sessions by device address and MQTT
-/// commands to sessions by topic (straight, no feature in between), turns what sessions report into `CoreEvent`s for
-/// the features, and applies config changes. `run()` is where sessions and features live: nothing they start
-/// outlives it.
+/// Owns the device sessions and the features. `run()` consumes one inbox (`CoreInput`: BlueZ facts, broker state,
+/// feature requests, adapter health, config changes) in order; the decisions about config changes and the fleet's
+/// holds are the pure `CoreMachine`'s, which this turns into effects. Commands do not pass through here: the
+/// `CommandRouter` takes them to their session on the thread that received them, from the table this publishes after
+/// each change. Nothing the sessions and features start outlives `run()`.
+///
+/// Every entry point only posts to the inbox, so while the loop awaits (a session stopping, a BlueZ read) no other
+/// input can see or change the core's state half way: a reload and a bridge API change are applied one after the
+/// other, never interleaved.
 public actor BridgeCore {
-    public private(set) var config: BridgeConfig
+    var machine: CoreMachine
     let bluez: BlueZClient
-    private let link: MQTTLink
+    let link: MQTTLink
     let logger: Logger
     let host: FeatureHost
     /// Attached at init, so events emitted before `run()` (a fast first broker connect) wait in their streams.
     private let features: [(feature: any BridgeFeature, events: AsyncStream<CoreEvent>, context: FeatureContext)]
-    private let gate = ConnectGate<String>()
+    let gate = ConnectGate<String>()
     let discovery: DiscoveryCoordinator
     /// Discovery for `adapter: any` devices: through every usable adapter (see `AnyAdapterDiscovery`).
     let anyDiscovery: AnyAdapterDiscovery
     var sessions: [String: DeviceSession] = [:]            // by device name
-    private var byAddress: [BluetoothAddress: DeviceSession] = [:]
+    var byAddress: [BluetoothAddress: DeviceSession] = [:]
     // Adapters (docs/adapters.md): see BridgeCore+Adapters.swift.
     var adapterSet: AdapterSet
     /// What each session was last told about its adapter (absent: nothing yet).
@@ -32,27 +37,31 @@ public actor BridgeCore {
     var armedWakes: [String: ContinuousClock.Instant] = [:]
     var lastAdapterStatuses: [AdapterStatus]?
     var lastPlacement: [String: String] = [:]
-    let adapterInputs = AsyncStream.makeStream(of: AdapterInput.self)
+    let inbox: AsyncStream<CoreInput>
+    let sink: AsyncStream<CoreInput>.Continuation
     let adapterJobs: (stream: AsyncStream<Job>, continuation: AsyncStream<Job>.Continuation)
-    private let board: AvailabilityBoard
+    let board: AvailabilityBoard
     private let spawns: AsyncStream<DeviceSession>
-    private let spawner: AsyncStream<DeviceSession>.Continuation
-    /// Retained command topics already reported, so a retained command is reported once, not at every reconnect.
-    private var reportedRetained: Set<String> = []
+    let spawner: AsyncStream<DeviceSession>.Continuation
     /// Fleet (docs/fleet.md): the devices this bridge owns, as the `FleetFeature` decides.
     let ownership: OwnershipBoard
     /// Sessions pair only once the pairing agent is registered (nil: no agent feature, pair at once).
-    private let agentReadiness: AgentReadiness?
-    /// Fleet: commands for held devices (`OwnershipAction.hold`), in arrival order.
-    private var heldCommands: [String: [MQTTMessage]] = [:]
-    /// Fleet: each session's values go through one of these, which also keeps whether the device is held (by name).
-    private var holders: [String: HoldingPublisher] = [:]
-    static let maxHeldCommands = 64
+    let agentReadiness: AgentReadiness?
+    /// Fleet: each session's values go through one of these; it carries the machine's holds to the value hot path.
+    var holders: [String: HoldingPublisher] = [:]
+    /// The running config and its generation, for readers outside the loop (the reload, the bridge API).
+    let published: Mutex<(config: BridgeConfig, generation: UInt64)>
+    let router: CommandRouter
+    /// Answers owed to the changes requested, by change.
+    var replies: [CoreMachine.ChangeID: @Sendable (Result<DeviceConfig?, DeviceChangeError>?) -> Void] = [:]
+    var nextChange: CoreMachine.ChangeID = 0
+    var stopped = false
 
     public init(config: BridgeConfig, bluez: BlueZClient, link: MQTTLink, discovery: DiscoveryCoordinator,
                 features: [any BridgeFeature], logger: Logger, agentReadiness: AgentReadiness? = nil,
                 statusChanged: @escaping @Sendable () -> Void = {}) {
-        self.config = config
+        self.machine = CoreMachine(config: config)
+        self.published = Mutex((config, 0))
         self.agentReadiness = agentReadiness
         self.bluez = bluez
         self.link = link
@@ -74,31 +83,50 @@ public actor BridgeCore {
             return (feature, events, context)
         }
         self.board = AvailabilityBoard(changed: statusChanged)
-        self.ownership = OwnershipBoard(fleet: config.fleet != nil)
+        let ownership = OwnershipBoard(fleet: config.fleet != nil)
+        self.ownership = ownership
         (spawns, spawner) = AsyncStream.makeStream(of: DeviceSession.self)
+        let (inbox, sink) = AsyncStream.makeStream(of: CoreInput.self)
+        (self.inbox, self.sink) = (inbox, sink)
+        router = CommandRouter(routes: .init(table: CommandTable(config: config, running: []), targets: [:]),
+                               host: host, ownership: ownership,
+                               held: { device, message in sink.yield(.heldCommand(device: device, message)) })
     }
 
+    var config: BridgeConfig { machine.config }
+
+    /// The running config and how many changes made it (a reload that read its files at generation `g` has the
+    /// bridge API changes after `g` replayed on top, `CoreMachine`), for readers outside the loop.
+    public nonisolated var running: (config: BridgeConfig, generation: UInt64) { published.withLock { $0 } }
     var topics: BridgeTopics { BridgeTopics(settings: config.mqtt) }
 
     // MARK: - Life
 
-    /// Runs the features and the sessions until `shutdown()`. Sessions for the configured devices start at once;
-    /// devices run independently: one that never shows up delays nobody.
+    /// Runs the features, the sessions and the loop until `shutdown()`. Sessions for the configured devices start at
+    /// once; devices run independently: one that never shows up delays nobody.
     public func run() async {
-        let requests = host.requestStream
+        let requests = host.requestStream, sink = self.sink
         host.core.set(self)
         await withDiscardingTaskGroup { group in
             for (feature, events, context) in features {
                 group.addTask { await feature.run(events, context) }
             }
-            group.addTask { [weak self] in
-                for await request in requests { await self?.perform(request) }
+            group.addTask {
+                for await request in requests { sink.yield(.request(request)) }
             }
             group.addTask { await self.adapterLoops() }
-            await start()
+            group.addTask { await self.loop() }
             for await session in spawns {
                 group.addTask { await session.run() }
             }
+        }
+    }
+
+    private func loop() async {
+        await start()
+        for await input in inbox {
+            await handle(input)
+            if stopped { break }
         }
     }
 
@@ -109,100 +137,123 @@ public actor BridgeCore {
         if adapterSet.present.isEmpty { logger.warning("no Bluetooth adapter yet; waiting for one") }
         let available = await bluez.isAvailable
         for device in config.devices { startSession(device, bluezAvailable: available) }
+        publishRoutes()
         subscribeCommands()
         host.emit(.configApplied(old: nil, new: config))
         placeDevices()
         board.touch()
     }
 
+    private func handle(_ input: CoreInput) async {
+        switch input {
+        case .bluez(let event): await bluezEvent(event)
+        case .broker(let connected):
+            if connected { link.publish(topics.bridgeState, "online", qos: 1, retain: true) }
+            host.emit(connected ? .brokerConnected : .brokerDisconnected)
+        case .dropped(let report): host.emit(.messagesDropped(report))
+        case .clientReplaced(let client, let done):
+            for filter in topics.commandFilters { client.subscribe(filter, qos: .atLeastOnce, retainHandling: .doNotSend) }
+            host.resubscribe(on: client)
+            done()
+        case .request(let request): await perform(request)
+        case .adapter(let input): adapterInput(input)
+        case .change(let change, let reply):
+            let id = nextChange
+            nextChange += 1
+            replies[id] = reply
+            await run(machine.handle(.requested(id, change)))
+        case .sessionsStopped(let id): await run(machine.handle(.stopped(id)))
+        case .heldCommand(let device, let message): holdCommand(message, device: device)
+        case .ping(let answer): answer()
+        case .shutdown(let done):
+            await stopAll()
+            done()
+        }
+    }
+
     /// Stops every session (offline, disconnect; bounded, since bluetoothd may not answer), tells the features, and
-    /// lets `run()` return once they are done.
-    public func shutdown() async {
+    /// lets `run()` return once they are done. Changes still waiting are answered "stopping".
+    private func stopAll() async {
         let all = Array(sessions.values)
         sessions = [:]
         byAddress = [:]
-        let stopped = await finish(within: .seconds(3)) {
+        publishRoutes()
+        let finished = await finish(within: .seconds(3)) {
             await withDiscardingTaskGroup { group in
                 for session in all { group.addTask { await session.stop() } }
             }
         }
-        if !stopped { logger.warning("devices did not disconnect in time") }
+        if !finished { logger.warning("devices did not disconnect in time") }
+        stopped = true
+        sink.finish()
+        for reply in replies.values { reply(nil) }
+        replies = [:]
         host.emit(.stopping)
         host.finish()
         finishAdapterLoops()
         spawner.finish()
     }
 
-    private func startSession(_ device: DeviceConfig, bluezAvailable: Bool) {
-        let host = self.host, board = self.board, ownership = self.ownership, adapters = adapterInputs.continuation
-        let holder = HoldingPublisher(link)
-        holders[device.name] = holder
-        let environment = SessionEnvironment(
-            gatt: bluez, gate: gate, discovery: device.adapter == nil ? anyDiscovery : discovery, publisher: holder,
-            topics: topics, logger: logger,
-            agentReady: { [agentReadiness] needsKeyboard, limit in
-                await agentReadiness?.wait(needsKeyboard: needsKeyboard, within: limit) ?? true
-            },
-            report: { report in
-                switch report {
-                case .availability(let online):
-                    board.set(device.name, online: online)
-                    host.emit(.availability(device, online: online))
-                case .rssi(let rssi):
-                    if ownership.isFleet { host.emit(.sighting(device, rssi)) }
-                    if ownership.owns(device.name) { host.emit(.rssi(device, rssi)) }
-                case .event(let event): host.emit(.deviceEvent(device, event))
-                case .rejected(let rejection): host.emit(.rejected(rejection))
-                case .completed(let command): host.emit(.completed(command))
-                case .identified(let identity): host.emit(.identified(device, identity))
-                case .released: host.emit(.released(device))
-                case .unseen: if ownership.isFleet { host.emit(.sighting(device, nil)) }
-                case .adapterOperation(let adapter, let error):
-                    adapters.yield(.operation(adapterPath: adapter, error: error))
-                }
-                if case .availability(let online) = report { adapters.yield(.availability(device: device.name, online: online)) }
-            })
-        let session = DeviceSession(config: device, environment: environment, adapter: initialAdapter(for: device),
-                                    bluezAvailable: bluezAvailable, owned: ownership.owns(device.name))
-        sessions[device.name] = session
-        byAddress[device.address] = session
-        board.register(device.name)
-        spawner.yield(session)
-        // Fleet: a session that starts without the device (a reload replaced the one that was releasing it, and
-        // stopped it disconnected) will never confirm that release; it is confirmed here, so the handover ends.
-        if ownership.isFleet && !ownership.owns(device.name) { host.emit(.released(device)) }
-    }
-
-    /// With MQTT 5 the broker sends no retained message on these (retain handling 2); on 3.1.1 `handle` drops them.
-    private func subscribeCommands() {
+    /// With MQTT 5 the broker sends no retained message on these (retain handling 2); on 3.1.1 the router drops them.
+    func subscribeCommands() {
         for filter in topics.commandFilters { link.client.subscribe(filter, qos: .atLeastOnce, retainHandling: .doNotSend) }
     }
 
-    private func perform(_ request: CoreRequest) {
-        switch request {
-        case .republish(let states):
-            for session in sessions.values { session.send(.republish(states: states)) }
-        case .hold(let name, let held):
-            guard let holder = holders[name], let session = sessions[name],
-                  held ? holder.hold() : holder.release(deliver: true) else { break }
-            host.emit(.held(session.config, held))
-            if !held, let waiting = heldCommands.removeValue(forKey: name) {
-                for message in waiting { handle(message) }
+    /// After every change of the config or the sessions: what the router and outside readers see.
+    func publishRoutes() {
+        let targets = sessions.compactMapValues { session in
+            holders[session.config.name].map { CommandRouter.Target(session: session, holder: $0) }
+        }
+        router.publish(.init(table: CommandTable(config: config, running: Set(targets.keys)), targets: targets))
+        published.withLock { $0 = (config, machine.generation) }
+    }
+
+    // MARK: - Entry points (any thread; they only post to the inbox)
+
+    public nonisolated func shutdown() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            if case .terminated = sink.yield(.shutdown(done: { continuation.resume() })) { continuation.resume() }
+        }
+    }
+
+    public nonisolated func handle(_ event: BlueZEvent) {
+        sink.yield(.bluez(event))
+    }
+
+    /// The broker (re)connected: what it may have lost (retained state, after a restart without persistence) is sent again.
+    public nonisolated func brokerConnected() {
+        sink.yield(.broker(connected: true))
+    }
+
+    public nonisolated func brokerDisconnected() {
+        sink.yield(.broker(connected: false))
+    }
+
+    /// The MQTT client lost messages for good (docs/bridge-api.md `health`, issue: no silent loss).
+    public nonisolated func messagesDropped(_ report: MQTTDropReport) {
+        sink.yield(.dropped(report))
+    }
+
+    /// A reload swapped in a new client: it starts without subscriptions.
+    public nonisolated func clientReplaced(_ client: MQTTClient) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            if case .terminated = sink.yield(.clientReplaced(client, done: { continuation.resume() })) {
+                continuation.resume()
             }
-        case .ownership(let name, let owned):
-            if !owned {
-                // Another bridge took the device: it ran these commands and publishes these notifications.
-                heldCommands[name] = nil
-                holders[name]?.release(deliver: false)
-            } else {
-                holders[name]?.release(deliver: true)      // owning it ends any hold (a no-op without one)
+        }
+    }
+
+    /// Commands go to their session through the router; everything else to the features.
+    public nonisolated func handle(_ message: MQTTMessage) {
+        router.route(message)
+    }
+
+    /// A turn of the core's loop, for the watchdog: if this returns, the loop is not stuck.
+    public nonisolated func ping() async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            if case .terminated = sink.yield(.ping({ continuation.resume(returning: true) })) {
+                continuation.resume(returning: true)
             }
-            guard ownership.set(name, owned: owned), let session = sessions[name] else { break }
-            logger.notice("\(owned ? "owning" : "giving up") device \(name)")
-            session.send(.machine(.ownership(owned)))
-            host.emit(.ownership(session.config, owned: owned))
-            board.touch()       // the STATUS= line counts owned devices
-            placeDevices()      // an owned device takes a connection slot; one given up frees it
         }
     }
 
@@ -217,218 +268,5 @@ public actor BridgeCore {
 
     public nonisolated func snapshot() -> Snapshot {
         board.snapshot(ownership: ownership)
-    }
-
-    /// A turn of the core's executor, for the watchdog: if this returns, the actor is not stuck.
-    public func ping() -> Bool { true }
-
-    // MARK: - BlueZ events
-
-    public func handle(_ event: BlueZEvent) async {
-        switch event {
-        case .bluezVanished:
-            logger.warning("bluetoothd left the bus; waiting for it to return")
-            adapterSet.update([])
-            toldAdapter = toldAdapter.mapValues { _ in nil }
-            for session in sessions.values { session.send(.bluez(available: false)) }
-            publishAdapters()
-        case .bluezAppeared:
-            logger.notice("bluetoothd is on the bus; resyncing")
-            for session in sessions.values { session.send(.bluez(available: true)) }
-            await adaptersChanged()
-            discovery.reset()
-        case .adapterAdded, .adapterRemoved, .adapterChanged:
-            await adaptersChanged()
-        case .deviceAdded(let info):
-            byAddress[info.address]?.send(.device(event))
-            noteSighting(info)
-        case .deviceChanged(let info, let changed):
-            byAddress[info.address]?.send(.device(event))
-            if changed.contains("RSSI") { noteSighting(info) }
-        case .deviceRemoved(let path, let address):
-            byAddress[address]?.send(.device(event))
-            adapterSet.lostSight(address, adapter: Self.name(ofAdapter: Self.adapterPath(ofDevice: path)))
-        case .deviceDisconnected, .gattAdded, .gattRemoved:
-            break
-        }
-    }
-
-    // MARK: - MQTT
-
-    /// The broker (re)connected: what it may have lost (retained state, after a restart without persistence) is sent again.
-    public func brokerConnected() {
-        link.publish(topics.bridgeState, "online", qos: 1, retain: true)
-        host.emit(.brokerConnected)
-    }
-
-    public func brokerDisconnected() {
-        host.emit(.brokerDisconnected)
-    }
-
-    /// The MQTT client lost messages for good (docs/bridge-api.md `health`, issue: no silent loss).
-    public func messagesDropped(_ report: MQTTDropReport) {
-        host.emit(.messagesDropped(report))
-    }
-
-    /// A reload swapped in a new client: it starts without subscriptions.
-    public func clientReplaced(_ client: MQTTClient) {
-        for filter in topics.commandFilters { client.subscribe(filter, qos: .atLeastOnce, retainHandling: .doNotSend) }
-        host.resubscribe(on: client)
-    }
-
-    public func handle(_ message: MQTTMessage) {
-        guard let (deviceLevel, channelLevel, verb) = topics.parseCommand(message.topic) else {
-            _ = host.route(message)
-            return
-        }
-        if message.retain {
-            // A retained command would run again at every restart, reconnect and reload (docs/security.md).
-            if reportedRetained.count < 1024, reportedRetained.insert(message.topic).inserted {
-                reject(message, "retained command ignored (commands must not be published with the retain flag)")
-            }
-            return
-        }
-        guard let device = config.devices.first(where: { $0.topicLevel == deviceLevel }),
-              let session = sessions[device.name] else {
-            return reject(message, "unknown device \(deviceLevel)")
-        }
-        // Fleet: the owner executes it (docs/fleet.md); every bridge receives it, so the others stay silent.
-        guard ownership.owns(device.name) else { return }
-        if holders[device.name]?.isHolding == true {
-            // Run once the hold ends if the device is still ours; dropped if another bridge took it (it got the
-            // command too). Bounded: a hold lasts the 2 s a bridge listens after a broker connect.
-            if heldCommands[device.name, default: []].count < Self.maxHeldCommands {
-                heldCommands[device.name, default: []].append(message)
-            } else {
-                reject(message, "device \(device.name): too many commands while its ownership is being confirmed")
-            }
-            return
-        }
-        guard let channel = device.channels.first(where: { $0.topicLevel == channelLevel }) else {
-            return reject(message, "unknown channel \(channelLevel) on device \(device.name)")
-        }
-        if verb == .set {
-            guard channel.writable else {
-                return reject(message, "channel \(device.name)/\(channel.name) is not writable", payload: true)
-            }
-            guard !message.payload.isEmpty else {
-                return reject(message, "empty payload for \(device.name)/\(channel.name); nothing written")
-            }
-            guard message.payload.count <= Self.maxCommandBytes else {
-                return reject(message, "payload of \(message.payload.count) bytes is over the \(Self.maxCommandBytes)-byte limit for a command")
-            }
-        }
-        session.send(.command(CommandRequest(channel: channel, verb: verb, payload: message.payload,
-                                             topic: message.topic, replies: replies(of: message))))
-    }
-
-    private func reject(_ message: MQTTMessage, _ reason: String, payload: Bool = false) {
-        host.emit(.rejected(CommandRejection(topic: message.topic, reason: reason,
-                                             payload: payload ? message.payload : nil,
-                                             replies: replies(of: message))))
-    }
-
-    /// An MQTT 5 request/response command: the result goes to its Response Topic, if `ReplyTopicRule` allows it
-    /// (never the bridge's own topics or the discovery prefix).
-    func replies(of message: MQTTMessage) -> [ReplyTarget] {
-        ReplyTopicRule(config: config).replies(of: message)
-    }
-
-    /// A characteristic value is at most 512 bytes; a text command is written in MTU-sized chunks, one GATT
-    /// operation each. Far larger payloads would hold the device's command queue (and memory) for many seconds.
-    static let maxCommandBytes = 16 * 1024
-
-    // MARK: - Reload
-
-    /// Applies a new config. Sessions of devices that were removed or changed stop first (so no command reaches a
-    /// session being torn down), their retained topics are cleared, then the new config is installed and new
-    /// sessions start; devices whose config did not change keep their session and connection.
-    public func apply(_ new: BridgeConfig, mqttReplaced: Bool = false) async {
-        let old = config
-        let oldTopics = BridgeTopics(settings: old.mqtt)
-        let newByName = Dictionary(new.devices.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
-        let baseChanged = old.mqtt.baseTopic != new.mqtt.baseTopic
-        let leaving = old.devices.filter { baseChanged || newByName[$0.name] != $0 }
-        await withDiscardingTaskGroup { group in
-            for device in leaving {
-                guard let session = sessions.removeValue(forKey: device.name) else { continue }
-                byAddress[device.address] = nil
-                group.addTask { await session.stop() }
-            }
-        }
-        for device in leaving {
-            board.remove(device.name)
-            adapterSet.forget(device)
-            toldAdapter[device.name] = nil
-            toldRoom[device.name] = nil
-            logger.notice("device \(device.name) stopped (removed or changed)")
-            // Fleet: the retained topics of a device another bridge owns are that bridge's (docs/fleet.md).
-            guard ownership.owns(device.name) else { continue }
-            for channel in device.channels where channel.retain {
-                link.publish(oldTopics.state(device, channel), "", qos: 1, retain: true)
-            }
-            host.emit(.deviceRemoved(device, topics: oldTopics))
-        }
-        config = new
-        if ownership.setFleet(new.fleet != nil) {
-            // Joining a fleet gives every device up until the fleet says otherwise; leaving takes them all.
-            for session in sessions.values { session.send(.machine(.ownership(new.fleet == nil))) }
-        }
-        if adapterSet.settings != new.bluetooth {
-            adapterSet.settings = new.bluetooth
-            adapterSet.update(await bluez.adapters())
-        }
-        let available = await bluez.isAvailable
-        for device in new.devices where sessions[device.name] == nil {
-            startSession(device, bluezAvailable: available)
-            logger.notice("device \(device.name) started")
-        }
-        if baseChanged && !mqttReplaced {
-            for filter in oldTopics.commandFilters { link.client.unsubscribe(filter) }
-        }
-        // A new client gets its subscriptions from `clientReplaced`; an unchanged one keeps them (subscribing again
-        // would replay retained messages).
-        if baseChanged && !mqttReplaced { subscribeCommands() }
-        if baseChanged || oldTopics.bridgeState != topics.bridgeState {
-            link.publish(oldTopics.bridgeState, "", qos: 1, retain: true)
-            link.publish(topics.bridgeState, "online", qos: 1, retain: true)
-        }
-        host.emit(.configApplied(old: old, new: new))
-        placeDevices()
-        board.touch()
-    }
-}
-
-/// Which devices are online, updated synchronously from the session loops, so the STATUS line and the watchdog do
-/// not need a turn of the core's actor to know.
-final class AvailabilityBoard: Sendable {
-    private let online = Mutex<[String: Bool]>([:])
-    private let changed: @Sendable () -> Void
-
-    init(changed: @escaping @Sendable () -> Void) {
-        self.changed = changed
-    }
-
-    func set(_ device: String, online value: Bool) {
-        online.withLock { $0[device] = value }
-        changed()
-    }
-
-    func register(_ device: String) {
-        online.withLock { map in if map[device] == nil { map[device] = false } }
-    }
-
-    func remove(_ device: String) {
-        online.withLock { $0[device] = nil }
-    }
-
-    func touch() { changed() }
-
-    /// In a fleet, `owned` counts the saved devices this bridge owns.
-    func snapshot(ownership: OwnershipBoard) -> BridgeCore.Snapshot {
-        online.withLock { map in
-            BridgeCore.Snapshot(devicesOnline: map.values.filter { $0 }.count, devices: map.count,
-                                owned: ownership.isFleet ? map.keys.filter(ownership.owns).count : nil)
-        }
     }
 }

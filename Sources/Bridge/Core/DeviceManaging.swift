@@ -32,8 +32,9 @@ public enum DeviceChangeError: Error, Sendable, Equatable, CustomStringConvertib
 /// it weakly, so a feature cannot keep the core alive.
 public protocol DeviceManaging: AnyObject, Sendable {
     func currentConfig() async -> BridgeConfig
-    /// Applies the change like a reload (other devices keep running) and returns the device added or removed.
-    func updateDevices(_ change: DeviceChange) async -> Result<DeviceConfig, DeviceChangeError>
+    /// Applies the change like a reload (other devices keep running) and returns the device added or removed; nil
+    /// when the bridge stops first.
+    func updateDevices(_ change: DeviceChange) async -> Result<DeviceConfig, DeviceChangeError>?
 }
 
 /// The core as the host knows it: set once the core runs.
@@ -56,6 +57,6 @@ extension FeatureContext {
 
     /// Adds or removes a device (docs/bridge-api.md) through the core.
     public func updateDevices(_ change: DeviceChange) async -> Result<DeviceConfig, DeviceChangeError>? {
-        await host.core.core?.updateDevices(change)
+        await host.core.core?.updateDevices(change) ?? nil
     }
 }

@@ -223,24 +223,39 @@ struct BridgeAPIFeature: BridgeFeature {
         case .device(let object):
             return await add(object, transaction: transaction, state: &state, context: context)
         case .name(let name):
-            guard let result = await context.updateDevices(.remove(name: name)) else {
-                return BridgeResponse.error("the bridge is stopping", transaction: transaction)
-            }
-            switch result {
-            case .failure(let error):
-                return BridgeResponse.error(error.description, transaction: transaction)
-            case .success(let device):
-                do throws(DropInStore.Failure) {
-                    try DropInStore.delete(device.source.file)
-                } catch {
-                    logger.error("device \(device.name) removed, but its drop-in stays: \(error)")
-                    return BridgeResponse.error("device \(device.name) stopped, but \(error)", transaction: transaction)
-                }
-                logger.notice("device \(device.name) removed over the bridge API")
-                return BridgeResponse.ok(.object([]), transaction: transaction)
-            }
+            return await remove(name, transaction: transaction, context: context)
         case .scan, .address:
             return BridgeResponse.error("internal: long request served inline", transaction: transaction)
+        }
+    }
+
+    /// The drop-in goes first, then the device: a reload between the two reads the files without it and stops the
+    /// device itself, and the core's answer to the change that follows is then "unknown device", which is this
+    /// removal done. A drop-in that cannot be deleted leaves the device running.
+    private func remove(_ name: String, transaction: JSONValue?, context: FeatureContext) async -> String {
+        guard let config = await context.currentConfig() else {
+            return BridgeResponse.error("the bridge is stopping", transaction: transaction)
+        }
+        if case .failure(let error) = DeviceChange.remove(name: name).applied(to: config) {
+            return BridgeResponse.error(error.description, transaction: transaction)
+        }
+        guard let device = config.devices.first(where: { $0.name == name }) else {
+            return BridgeResponse.error(DeviceChangeError.unknownDevice(name).description, transaction: transaction)
+        }
+        do throws(DropInStore.Failure) {
+            try DropInStore.delete(device.source.file)
+        } catch {
+            logger.error("device \(device.name) not removed: its drop-in stays: \(error)")
+            return BridgeResponse.error("device \(device.name) not removed: \(error)", transaction: transaction)
+        }
+        switch await context.updateDevices(.remove(name: name)) {
+        case nil:
+            return BridgeResponse.error("the bridge is stopping", transaction: transaction)
+        case .failure(.unknownDevice)?, .success?:
+            logger.notice("device \(device.name) removed over the bridge API")
+            return BridgeResponse.ok(.object([]), transaction: transaction)
+        case .failure(let error)?:
+            return BridgeResponse.error(error.description, transaction: transaction)
         }
     }
 

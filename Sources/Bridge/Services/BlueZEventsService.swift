@@ -23,7 +23,7 @@ struct BlueZEventsService: Service {
 
     func run() async {
         for await event in events.cancelOnGracefulShutdown() {
-            await core.handle(event)
+            core.handle(event)
             switch event {
             case .bluezVanished, .bluezAppeared: statusChanged()
             default: break

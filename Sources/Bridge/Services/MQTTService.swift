@@ -35,7 +35,7 @@ final class MQTTService: Service, Sendable {
             for await client in replacements.cancelOnGracefulShutdown() {
                 group.addTask { await self.pump(client) }
             }
-            let settings = await core.config.mqtt
+            let settings = core.running.config.mqtt
             await link.client.shutdown(finalMessages: [Self.offline(settings)], timeout: .milliseconds(1500))
         }
     }
@@ -61,17 +61,17 @@ final class MQTTService: Service, Sendable {
     private func pump(_ client: MQTTClient) async {
         await withDiscardingTaskGroup { group in
             group.addTask {
-                for await message in client.messages { await self.core.handle(message) }
+                for await message in client.messages { self.core.handle(message) }
             }
             group.addTask {
-                for await report in client.drops { await self.core.messagesDropped(report) }
+                for await report in client.drops { self.core.messagesDropped(report) }
             }
             var wasConnected = false
             for await state in client.connectionStates() {
                 if state == .connected {
-                    await core.brokerConnected()
+                    core.brokerConnected()
                 } else if wasConnected {
-                    await core.brokerDisconnected()
+                    core.brokerDisconnected()
                 }
                 wasConnected = state == .connected
                 statusChanged()

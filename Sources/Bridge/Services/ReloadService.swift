@@ -23,6 +23,8 @@ struct ReloadService: Service {
     private func reload() async {
         notifier.reloading()
         logger.notice("reloading \(configPath)")
+        // Read before the files: bridge API changes the core installs after this are replayed onto what is read.
+        let (old, generation) = core.running
         let new: BridgeConfig
         do {
             let loaded = try ConfigLoader.loadWithDropIns(path: configPath)
@@ -38,7 +40,6 @@ struct ReloadService: Service {
             return
         }
         for warning in new.warnings(file: configPath) { logger.warning("\(warning)") }
-        let old = await core.config
         var replacement: MQTTClient?
         if new.mqtt != old.mqtt {
             do {
@@ -51,11 +52,11 @@ struct ReloadService: Service {
             logger.notice("MQTT settings changed; reconnecting")
             // Applied before the new client starts, so its first connect already sees the new topics.
             await mqtt.replace(with: replacement, old: old.mqtt) {
-                await core.apply(new, mqttReplaced: true)
+                await core.apply(new, basedOn: generation, mqttReplaced: true)
                 await core.clientReplaced(replacement)
             }
         } else {
-            await core.apply(new)
+            await core.apply(new, basedOn: generation)
         }
         await status.reloadSucceeded()
         logger.notice("reloaded: \(new.devices.count) device(s)")

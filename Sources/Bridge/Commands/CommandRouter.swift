@@ -1,0 +1,72 @@
+import MQTT
+import Synchronization
+
+/// Takes every broker message on the thread that received it: commands straight to their device's session inbox
+/// through the `CommandTable` the core published last, everything else to the features. No turn of the core on the
+/// way; only a command for a held device (docs/fleet.md) goes to the core, which keeps it until the hold ends.
+final class CommandRouter: Sendable {
+    /// Where a routed command goes: the session, and the publisher whose hold says whether it must wait.
+    struct Target: Sendable {
+        let session: DeviceSession
+        let holder: HoldingPublisher
+    }
+
+    struct Routes: Sendable {
+        let table: CommandTable
+        let targets: [String: Target]
+    }
+
+    private let routes: Mutex<Routes>
+    /// Retained command topics already reported, so a retained command is reported once, not at every reconnect.
+    private let reportedRetained = Mutex<Set<String>>([])
+    private let host: FeatureHost
+    private let ownership: OwnershipBoard
+    /// A command for a held device, to the core.
+    private let held: @Sendable (_ device: String, MQTTMessage) -> Void
+
+    init(routes: Routes, host: FeatureHost, ownership: OwnershipBoard,
+         held: @escaping @Sendable (_ device: String, MQTTMessage) -> Void) {
+        self.routes = Mutex(routes)
+        self.host = host
+        self.ownership = ownership
+        self.held = held
+    }
+
+    /// The core publishes a new table after every change of its config or sessions.
+    func publish(_ new: Routes) {
+        routes.withLock { $0 = new }
+    }
+
+    /// Also how the core replays a command it held, once the hold has ended.
+    func route(_ message: MQTTMessage) {
+        let current = routes.withLock { $0 }
+        switch current.table.resolve(message, owns: ownership.owns) {
+        case .notACommand:
+            _ = host.route(message)
+        case .retained:
+            let first = reportedRetained.withLock { reported in
+                reported.count < 1024 && reported.insert(message.topic).inserted
+            }
+            if first {
+                reject(message, "retained command ignored (commands must not be published with the retain flag)",
+                       table: current.table)
+            }
+        case .rejected(let reason, let payload):
+            reject(message, reason, payload: payload, table: current.table)
+        case .notOwned:
+            break
+        case .route(let device, let request):
+            guard let target = current.targets[device] else {
+                return reject(message, "unknown device \(device)", table: current.table)
+            }
+            // Run once the hold ends if the device is still ours; dropped if another bridge took it meanwhile.
+            if target.holder.isHolding { return held(device, message) }
+            target.session.send(.command(request))
+        }
+    }
+
+    func reject(_ message: MQTTMessage, _ reason: String, payload: Bool = false, table: CommandTable? = nil) {
+        let table = table ?? routes.withLock { $0.table }
+        host.emit(.rejected(table.rejection(message, reason, payload: payload)))
+    }
+}

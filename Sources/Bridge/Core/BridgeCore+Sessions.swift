@@ -1,0 +1,106 @@
+import BlueZ
+import Config
+import MQTT
+
+/// The sessions' side of the core: starting one (its environment and what its reports become), what features ask
+/// of them (republish, fleet ownership and holds), and the BlueZ facts they are told.
+extension BridgeCore {
+    func startSession(_ device: DeviceConfig, bluezAvailable: Bool) {
+        let host = self.host, board = self.board, ownership = self.ownership, sink = self.sink
+        let holder = HoldingPublisher(link)
+        holders[device.name] = holder
+        let environment = SessionEnvironment(
+            gatt: bluez, gate: gate, discovery: device.adapter == nil ? anyDiscovery : discovery, publisher: holder,
+            topics: topics, logger: logger,
+            agentReady: { [agentReadiness] needsKeyboard, limit in
+                await agentReadiness?.wait(needsKeyboard: needsKeyboard, within: limit) ?? true
+            },
+            report: { report in
+                switch report {
+                case .availability(let online):
+                    board.set(device.name, online: online)
+                    host.emit(.availability(device, online: online))
+                    sink.yield(.adapter(.availability(device: device.name, online: online)))
+                case .rssi(let rssi):
+                    if ownership.isFleet { host.emit(.sighting(device, rssi)) }
+                    if ownership.owns(device.name) { host.emit(.rssi(device, rssi)) }
+                case .event(let event): host.emit(.deviceEvent(device, event))
+                case .rejected(let rejection): host.emit(.rejected(rejection))
+                case .completed(let command): host.emit(.completed(command))
+                case .identified(let identity): host.emit(.identified(device, identity))
+                case .released: host.emit(.released(device))
+                case .unseen: if ownership.isFleet { host.emit(.sighting(device, nil)) }
+                case .adapterOperation(let adapter, let error):
+                    sink.yield(.adapter(.operation(adapterPath: adapter, error: error)))
+                }
+            })
+        let session = DeviceSession(config: device, environment: environment, adapter: initialAdapter(for: device),
+                                    bluezAvailable: bluezAvailable, owned: ownership.owns(device.name))
+        sessions[device.name] = session
+        byAddress[device.address] = session
+        board.register(device.name)
+        spawner.yield(session)
+        // Fleet: a session that starts without the device (a reload replaced the one that was releasing it, and
+        // stopped it disconnected) will never confirm that release; it is confirmed here, so the handover ends.
+        if ownership.isFleet && !ownership.owns(device.name) { host.emit(.released(device)) }
+    }
+
+    func perform(_ request: CoreRequest) async {
+        switch request {
+        case .republish(let states):
+            for session in sessions.values { session.send(.republish(states: states)) }
+        case .hold(let name, let held):
+            await run(machine.handle(.hold(device: name, held: held,
+                                           known: sessions[name] != nil && holders[name] != nil)))
+        case .ownership(let name, let owned):
+            await run(machine.handle(.ownership(device: name, owned: owned)))
+            guard ownership.set(name, owned: owned), let session = sessions[name] else { break }
+            logger.notice("\(owned ? "owning" : "giving up") device \(name)")
+            session.send(.machine(.ownership(owned)))
+            host.emit(.ownership(session.config, owned: owned))
+            board.touch()       // the STATUS= line counts owned devices
+            placeDevices()      // an owned device takes a connection slot; one given up frees it
+        }
+    }
+
+    /// A command that found its device held: kept until the hold ends (bounded), or routed again if it has already.
+    func holdCommand(_ message: MQTTMessage, device: String) {
+        let outcome = machine.holdCommand(message, device: device)
+        if !outcome.held {
+            router.route(message)
+        } else if !outcome.accepted {
+            router.reject(message, "device \(device): too many commands while its ownership is being confirmed")
+        }
+    }
+
+    // MARK: - BlueZ events
+
+    func bluezEvent(_ event: BlueZEvent) async {
+        switch event {
+        case .bluezVanished:
+            logger.warning("bluetoothd left the bus; waiting for it to return")
+            adapterSet.update([])
+            toldAdapter = toldAdapter.mapValues { _ in nil }
+            for session in sessions.values { session.send(.bluez(available: false)) }
+            publishAdapters()
+        case .bluezAppeared:
+            logger.notice("bluetoothd is on the bus; resyncing")
+            for session in sessions.values { session.send(.bluez(available: true)) }
+            await adaptersChanged()
+            discovery.reset()
+        case .adapterAdded, .adapterRemoved, .adapterChanged:
+            await adaptersChanged()
+        case .deviceAdded(let info):
+            byAddress[info.address]?.send(.device(event))
+            noteSighting(info)
+        case .deviceChanged(let info, let changed):
+            byAddress[info.address]?.send(.device(event))
+            if changed.contains("RSSI") { noteSighting(info) }
+        case .deviceRemoved(let path, let address):
+            byAddress[address]?.send(.device(event))
+            adapterSet.lostSight(address, adapter: Self.name(ofAdapter: Self.adapterPath(ofDevice: path)))
+        case .deviceDisconnected, .gattAdded, .gattRemoved:
+            break
+        }
+    }
+}
