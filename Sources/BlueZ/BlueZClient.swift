@@ -22,7 +22,9 @@ public actor BlueZClient {
     /// from it.
     public nonisolated let ownerName = Mutex<String?>(nil)
     let broadcaster = EventBroadcaster<BlueZEvent>()
-    let operations = DeviceOperationQueue()
+    /// One GATT operation in flight per device (a lane per device path); holders are numbered operations.
+    let operations = KeyedGate<UInt64>()
+    var nextOperation: UInt64 = 0
     /// StartNotify subscribers: characteristic path → subscriber id → stream.
     var signalSinks: [String: [UInt64: SignalSink]] = [:] {
         didSet { untappedPaths.set(Set(signalSinks.filter { $0.value.values.contains { $0.tap == nil } }.keys)) }
@@ -248,14 +250,20 @@ public actor BlueZClient {
     /// Runs `body` while holding the device's operation slot (FIFO among operations on that device).
     func serialized<T: Sendable>(_ path: String,
                                  _ body: () async throws(BlueZError) -> T) async throws(BlueZError) -> T {
-        let key = ObjectPath.device(of: path) ?? path
-        try await operations.acquire(key)
+        let lane = ObjectPath.device(of: path) ?? path
+        nextOperation &+= 1
+        let operation = nextOperation
+        do {
+            try await operations.acquire(operation, lane: lane)
+        } catch {
+            throw .cancelled
+        }
         do throws(BlueZError) {
             let result = try await body()
-            await operations.release(key)
+            await operations.release(operation)
             return result
         } catch {
-            await operations.release(key)
+            await operations.release(operation)
             throw error
         }
     }
