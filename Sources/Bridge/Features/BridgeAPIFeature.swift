@@ -33,7 +33,7 @@ struct BridgeAPIFeature: BridgeFeature {
     /// Fleet: shared requests that arrive before that are held, at most this many.
     static let maxHeld = 64
 
-    private enum Input: Sendable {
+    enum Input: Sendable {
         case event(CoreEvent)
         /// A scan or inspection finished.
         case longDone
@@ -42,7 +42,7 @@ struct BridgeAPIFeature: BridgeFeature {
     }
 
     /// A scan or inspection to run on a child task, and where its answer goes.
-    private struct LongRequest: Sendable {
+    struct LongRequest: Sendable {
         let request: BridgeRequest
         let message: MQTTMessage
         let responseTopic: String
@@ -148,7 +148,7 @@ struct BridgeAPIFeature: BridgeFeature {
 
     /// One request off the broker: held (a shared one in a fleet that has not settled), left to another bridge of
     /// the fleet, served and answered here, or returned to run on a child task.
-    private func receive(_ request: MQTTMessage, verb: String, shared: Bool, state: inout APIState,
+    func receive(_ request: MQTTMessage, verb: String, shared: Bool, state: inout APIState,
                          longRequests: Int, context: FeatureContext) async -> LongRequest? {
         var message = request
         if let topic = message.responseTopic, let config = state.config, !ReplyTopicRule(config: config).allows(topic) {
@@ -213,7 +213,7 @@ struct BridgeAPIFeature: BridgeFeature {
 
     // MARK: - Requests
 
-    private func serve(_ request: BridgeRequest, state: inout APIState, context: FeatureContext) async -> String {
+    func serve(_ request: BridgeRequest, state: inout APIState, context: FeatureContext) async -> String {
         let transaction = request.transaction
         switch request.parameters {
         case .none where request.verb == .devices:
@@ -232,7 +232,7 @@ struct BridgeAPIFeature: BridgeFeature {
     /// The drop-in goes first, then the device: a reload between the two reads the files without it and stops the
     /// device itself, and the core's answer to the change that follows is then "unknown device", which is this
     /// removal done. A drop-in that cannot be deleted leaves the device running.
-    private func remove(_ name: String, transaction: JSONValue?, context: FeatureContext) async -> String {
+    func remove(_ name: String, transaction: JSONValue?, context: FeatureContext) async -> String {
         guard let config = await context.currentConfig() else {
             return BridgeResponse.error("the bridge is stopping", transaction: transaction)
         }
@@ -259,7 +259,7 @@ struct BridgeAPIFeature: BridgeFeature {
         }
     }
 
-    private func add(_ object: JSONValue, transaction: JSONValue?, state: inout APIState,
+    func add(_ object: JSONValue, transaction: JSONValue?, state: inout APIState,
                      context: FeatureContext) async -> String {
         guard let config = await context.currentConfig() else {
             return BridgeResponse.error("the bridge is stopping", transaction: transaction)
@@ -290,7 +290,7 @@ struct BridgeAPIFeature: BridgeFeature {
         return BridgeResponse.ok(object.passkeyRedacted, transaction: transaction)
     }
 
-    private func long(_ request: BridgeRequest, requester: String, config: BridgeConfig?) async -> String {
+    func long(_ request: BridgeRequest, requester: String, config: BridgeConfig?) async -> String {
         let transaction = request.transaction
         guard let adapter = try? await bluez.adapter(config?.bluetooth.adapter), adapter.powered else {
             return BridgeResponse.error("no powered Bluetooth adapter", transaction: transaction)
@@ -319,7 +319,7 @@ struct BridgeAPIFeature: BridgeFeature {
 
     /// On `responseTopic` (`B/bridge/response/<verb>`, or this bridge's own in a fleet), and on the request's MQTT 5
     /// Response Topic with its Correlation Data.
-    private func answer(_ request: MQTTMessage, on responseTopic: String, _ payload: String, context: FeatureContext) {
+    func answer(_ request: MQTTMessage, on responseTopic: String, _ payload: String, context: FeatureContext) {
         context.publish(responseTopic, payload, qos: 1, retain: false)
         if let topic = request.responseTopic, ReplyTopicRule.isPublishable(topic) {
             var reply = MQTTMessage(topic: topic, string: payload, qos: .atLeastOnce, retain: false)
@@ -328,196 +328,10 @@ struct BridgeAPIFeature: BridgeFeature {
         }
     }
 
-    // MARK: - Retained state
-
-    /// True when this joined a fleet (or changed its id or base topic): its bridge states are to be listened for.
-    private func configure(_ config: BridgeConfig, state: inout APIState, context: FeatureContext) async -> Bool {
-        let old = state.config
-        state.config = config
-        let filters = Self.filters(config)
-        if filters.map(\.filter) != state.filters.map(\.filter) {
-            for (filter, _) in state.filters { context.unsubscribe(filter) }
-            for (filter, retained) in filters { context.subscribe(filter, retained: retained) }
-            state.filters = filters
-        }
-        if let old, old.mqtt.baseTopic != config.mqtt.baseTopic {
-            context.publish(old.mqtt.baseTopic + "/bridge/devices", "", qos: 1, retain: true)
-            context.publish(old.mqtt.baseTopic + "/bridge/info", "", qos: 1, retain: true)
-            state.lastDevices = nil
-        }
-        var listen = false
-        let ownTopics = config.fleet.map { _ in BridgeTopics(base: config.mqtt.baseTopic, bridgeID: config.fleet?.id) }
-        if state.fleet?.id != config.fleet?.id || old?.mqtt.baseTopic != config.mqtt.baseTopic {
-            if let old, let oldID = old.fleet?.id {
-                // This bridge's own view under its old name or base topic would stay retained for good.
-                let oldTopics = BridgeTopics(base: old.mqtt.baseTopic, bridgeID: oldID)
-                if oldTopics != ownTopics {
-                    context.publish(oldTopics.bridgeOwn("devices"), "", qos: 1, retain: true)
-                    context.publish(oldTopics.bridgeOwn("info"), "", qos: 1, retain: true)
-                }
-            }
-            state.fleet = config.fleet.map { FleetDirectory(id: $0.id) }
-            state.sharedPublished = false
-            state.lastOwnDevices = nil
-            state.lastDevices = nil
-            listen = state.fleet != nil
-            if state.fleet == nil {
-                // Left the fleet: nothing holds shared requests any more.
-                state.held = []
-            }
-        }
-        await publishInfo(state: state, context: context)
-        await publishDevices(state: &state, context: context)
-        return listen
-    }
-
-    /// The request topics (unless `bridge_api: false`) and, in a fleet, the retained facts the `FleetDirectory`
-    /// needs; `retained` marks the filters the `FleetFeature` holds too (see `FeatureContext.subscribe`).
-    static func filters(_ config: BridgeConfig) -> [(filter: String, retained: Bool)] {
-        let base = config.mqtt.baseTopic
-        var filters: [(filter: String, retained: Bool)] = []
-        if config.bridgeAPI { filters.append((base + "/bridge/request/#", false)) }
-        guard let fleet = config.fleet else { return filters }
-        let topics = BridgeTopics(base: base, bridgeID: fleet.id)
-        if config.bridgeAPI { filters.append((topics.bridgeOwn("request") + "/#", false)) }
-        filters.append((topics.ownerFilter, true))
-        filters.append((topics.bridgeStateFilter, true))
-        filters.append((base + "/+/availability", false))
-        return filters
-    }
-
-    /// Feeds a fleet fact (a bridge's state, a device's owner record or availability) to the directory; true when
-    /// it was one.
-    private func fleetFact(_ message: MQTTMessage, state: inout APIState) async -> Bool {
-        guard let config = state.config, state.fleet != nil else { return false }
-        let topics = BridgeTopics(base: config.mqtt.baseTopic, bridgeID: config.fleet?.id)
-        let text = message.payloadString
-        if let bridge = topics.parseBridgeState(message.topic) {
-            state.fleet?.bridgeState(bridge, online: text == "online")
-        } else if let level = topics.parseOwner(message.topic) {
-            state.fleet?.owner(level, FleetFeature.record(text)?.bridge)
-        } else if let level = Self.parseAvailability(topics, message.topic) {
-            state.fleet?.availability(level, online: text == "online" ? true : text == "offline" ? false : nil)
-        } else {
-            return false
-        }
-        return true
-    }
-
-    static func parseAvailability(_ topics: BridgeTopics, _ topic: String) -> String? {
-        guard topic.hasPrefix(topics.base + "/") else { return nil }
-        let levels = topic.dropFirst(topics.base.count + 1).split(separator: "/", omittingEmptySubsequences: false)
-        guard levels.count == 2, levels[1] == "availability", levels[0] != "bridge" else { return nil }
-        return String(levels[0])
-    }
-
-    /// Fleet: starts writing the shared topics when this bridge became the coordinator (they are written at once,
-    /// over whatever the previous one left), stops when it no longer is.
-    private func refreshShared(state: inout APIState, context: FeatureContext) async {
-        guard let fleet = state.fleet, fleet.isCoordinator != state.sharedPublished else { return }
-        state.sharedPublished = fleet.isCoordinator
-        if fleet.isCoordinator {
-            logger.notice("this bridge answers the fleet's shared bridge requests now (the live bridge with the lowest id)")
-            state.lastDevices = nil
-            await publishInfo(state: state, context: context)
-            await publishDevices(state: &state, context: context)
-        } else {
-            logger.notice("bridge \(fleet.coordinator) answers the fleet's shared bridge requests now")
-        }
-    }
-
-    /// Lone bridge: `B/bridge/info`. Fleet: `B/bridge/<id>/info`, and the shared one from the coordinator.
-    private func publishInfo(state: APIState, context: FeatureContext) async {
-        guard let config = state.config else { return }
-        let adapters = await adapterNames(state).map { JSONValue.string($0) }
-        var members: [(String, JSONValue)] = [
-            ("version", .string(version)),
-            ("base_topic", .string(config.mqtt.baseTopic)),
-            ("state_dir", .string(config.stateDir)),
-            ("adapters", .array(adapters)),
-        ]
-        guard let fleet = state.fleet else {
-            context.publish(config.mqtt.baseTopic + "/bridge/info", JSONValue.object(members).serialized, qos: 1, retain: true)
-            return
-        }
-        members.append(("bridge", .string(fleet.id)))
-        let text = JSONValue.object(members).serialized
-        context.publish(BridgeTopics(base: config.mqtt.baseTopic, bridgeID: fleet.id).bridgeOwn("info"), text, qos: 1,
-                        retain: true)
-        if state.sharedPublished { context.publish(config.mqtt.baseTopic + "/bridge/info", text, qos: 1, retain: true) }
-    }
-
-    /// Republished only when the listing changed. Fleet: this bridge's own `B/bridge/<id>/devices`, and the shared
-    /// one while it is the coordinator.
-    private func publishDevices(state: inout APIState, context: FeatureContext) async {
-        guard let config = state.config else { return }
-        let text = await devicesJSON(state).serialized
-        if let fleet = state.fleet, text != state.lastOwnDevices {
-            state.lastOwnDevices = text
-            context.publish(BridgeTopics(base: config.mqtt.baseTopic, bridgeID: fleet.id).bridgeOwn("devices"), text,
-                            qos: 1, retain: true)
-        }
-        guard state.fleet == nil || state.sharedPublished, text != state.lastDevices else { return }
-        state.lastDevices = text
-        context.publish(config.mqtt.baseTopic + "/bridge/devices", text, qos: 1, retain: true)
-    }
-
-    private func devicesJSON(_ state: APIState) async -> JSONValue {
-        guard let config = state.config else { return .array([]) }
-        let fallback = await adapterName(config)
-        let adapter = { (device: DeviceConfig) in state.placement[device.name] ?? device.adapter ?? fallback }
-        guard let fleet = state.fleet else {
-            return DeviceListing.json(config, states: state.states, adapter: adapter)
-        }
-        var states: [String: DeviceLinkState] = [:]
-        var owners: [String: String] = [:]
-        for device in config.devices {
-            let (owner, linkState) = fleet.listing(device.topicLevel, session: state.states[device.name])
-            states[device.name] = linkState
-            owners[device.name] = owner
-        }
-        return DeviceListing.json(config, states: states, adapter: adapter, owner: { owners[$0.name] })
-    }
-
-    /// The adapters the bridge uses (docs/adapters.md), once the core has said; BlueZ's list before that.
-    private func adapterNames(_ state: APIState) async -> [String] {
-        if let adapters = state.adapters { return adapters.map(\.name) }
-        return await bluez.adapters().map(\.name).filter { state.config?.bluetooth.uses($0) ?? true }
-    }
-
-    /// The configured adapter, else the one the sessions use by default (docs/cli.md).
-    private func adapterName(_ config: BridgeConfig) async -> String {
-        if let name = config.bluetooth.adapter { return name }
-        let adapters = await bluez.adapters()
-        return (adapters.first(where: \.powered) ?? adapters.first)?.name ?? "hci0"
-    }
-
-    private func health(_ state: APIState) async -> JSONValue {
-        let client = link.client
-        let mqtt: String = switch client.connectionState {
-        case .connected: "connected"
-        case .connecting: "connecting"
-        case .disconnected: "disconnected"
-        }
-        let available = await bluez.isAvailable
-        let total = state.config?.devices.count ?? 0
-        let online = state.config?.devices.filter { state.states[$0.name] == .online }.count ?? 0
-        let uptime = (ContinuousClock.now - started).components.seconds
-        return .object([
-            ("version", .string(version)),
-            ("uptime_s", .int(Int(uptime))),
-            ("mqtt", .string(mqtt)),
-            ("bluez", .string(available ? "available" : "unavailable")),
-            ("adapters", AdapterStatus.json(state.adapters ?? [])),
-            ("devices", .object([("online", .int(online)), ("total", .int(total))])),
-            ("buffer", .object([("queued", .int(client.offlineBufferCount)),
-                                ("dropped", .int(client.droppedWhileOffline))])),
-        ] + (state.fleet.map { [("bridge", JSONValue.string($0.id))] } ?? []))
-    }
 }
 
 /// What the API feature knows between events.
-private struct APIState: Sendable {
+struct APIState: Sendable {
     var config: BridgeConfig?
     var states: [String: DeviceLinkState] = [:]
     /// The shared `B/bridge/devices` as last written; in a fleet nil while this bridge is not the coordinator.

@@ -1,73 +1,3 @@
-/// `B/D/owner` (docs/fleet.md): which bridge owns a device, the signal it reported, and since when (UNIX seconds).
-public struct OwnerRecord: Sendable, Hashable {
-    public var bridge: String
-    public var rssi: Int
-    public var since: Int64
-
-    public init(bridge: String, rssi: Int, since: Int64) {
-        self.bridge = bridge
-        self.rssi = rssi
-        self.since = since
-    }
-}
-
-/// The timers one `OwnershipMachine` asks for. Each arming carries a token; a timer that fires with an older token
-/// was superseded and changes nothing (timers are never cancelled, only outdated).
-public enum OwnershipTimer: Sendable, Hashable {
-    /// After a broker (re)connect: the retained records and bridge states have had time to arrive.
-    case listen
-    /// No live owner: claim now (armed with a delay that lets the bridge seeing the device best claim first).
-    case claim
-    /// A claim was published: concurrent claims have had time to arrive; the claim stands or yielded.
-    case settle
-    /// The device has been seen ≥ 10 dB stronger than its owner reports for the whole window.
-    case handover
-    /// A handover request was not answered: give up, so a later window can ask again.
-    case requestExpired
-    /// The owner has not had the device online for `unreachableAfter`: it reports that it cannot reach it.
-    case unreachable
-}
-
-public enum OwnershipEvent: Sendable, Hashable {
-    case brokerConnected
-    case brokerDisconnected
-    /// The retained `B/D/owner` changed; nil when cleared or unreadable.
-    case owner(OwnerRecord?)
-    /// `B/bridge/<id>/state` of any bridge (this one's own included: it is ignored).
-    case bridgeState(String, online: Bool)
-    /// This bridge saw the device with this RSSI.
-    case sighting(Int)
-    /// This bridge no longer hears the device (BlueZ dropped it): it is no candidate for a claim or a handover.
-    case unseen
-    /// Another bridge asks the owner to hand the device over (`B/D/owner/request`).
-    case handoverRequested(by: String, rssi: Int)
-    /// This bridge's session has the device online (connected, subscribed), or no longer has.
-    case link(up: Bool)
-    /// Whether this bridge could connect the device if it owned it: an adapter that would take it is powered,
-    /// healthy and below its `max_connections`. A bridge without room neither claims nor asks for the device.
-    case room(Bool)
-    /// The session gave the device up and is disconnected.
-    case released
-    case timer(OwnershipTimer, token: UInt64)
-}
-
-public enum OwnershipAction: Sendable, Hashable {
-    /// Publish `B/D/owner`, retained.
-    case publishOwner(OwnerRecord)
-    /// Ask the owner for the device (`B/D/owner/request`, not retained).
-    case requestHandover(rssi: Int)
-    /// Tell the core this bridge owns the device (connects it, speaks for it), or no longer does.
-    case own(Bool)
-    /// The owner's will fired: say `B/D/availability` `offline` (any live bridge may; the payload is the same).
-    case markOffline
-    /// An owner back on the broker does not know yet whether another bridge took the device while it was cut off
-    /// (its will fired): while held it keeps the link but does not speak for the device (its commands wait, its
-    /// availability is not said again). `hold(false)`: still ours. A hold ended by `own(false)` instead is a silent
-    /// release: the new owner already said the device's availability, and ours must not overwrite it.
-    case hold(Bool)
-    case schedule(OwnershipTimer, after: Duration, token: UInt64)
-}
-
 /// Who owns one device, seen from one bridge of a fleet (docs/fleet.md): events in, actions out, no I/O. The broker is the
 /// only shared state: the retained `B/D/owner` record, each bridge's `B/bridge/<id>/state` (retained, will
 /// `offline`), and the non-retained handover request. The rules:
@@ -136,26 +66,26 @@ public struct OwnershipMachine: Sendable {
     /// What a record says when the owner never saw the device's RSSI.
     public static let unknownRSSI = -127
 
-    public private(set) var state: State = .idle
-    public private(set) var record: OwnerRecord?
-    public private(set) var rssi: Int?
-    public private(set) var brokerUp = false
+    public internal(set) var state: State = .idle
+    public internal(set) var record: OwnerRecord?
+    public internal(set) var rssi: Int?
+    public internal(set) var brokerUp = false
     /// Bridges whose retained state is `online`, as seen since the broker connected. Only these are live: a record
     /// or a request naming any other bridge (one that does not exist, or whose will fired) is a claim nobody backs,
     /// so an owner keeps its device against it and a bridge without a live owner claims.
-    private var live: Set<String> = []
+    var live: Set<String> = []
     /// The lower id this bridge yielded to while settling; its echo of our claim is then no reason to claim again.
-    private var yieldedTo: String?
-    private var claimPending = false
-    private var strongerSince: ContinuousClock.Instant?
-    private var lastPublish: ContinuousClock.Instant?
-    private var tokens: [OwnershipTimer: UInt64] = [:]
+    var yieldedTo: String?
+    var claimPending = false
+    var strongerSince: ContinuousClock.Instant?
+    var lastPublish: ContinuousClock.Instant?
+    var tokens: [OwnershipTimer: UInt64] = [:]
     /// Listening after a reconnect while owning: the device stays connected until the retained state is known.
-    private var listeningWhileOwned = false
-    private var linkUp = false
-    private var hasRoom = true
+    var listeningWhileOwned = false
+    var linkUp = false
+    var hasRoom = true
     /// The owner reports `unknownRSSI` because it could not bring the device online (`unreachableAfter`).
-    public private(set) var unreachable = false
+    public internal(set) var unreachable = false
 
     public init(id: String, handoverAfter: Duration = .seconds(30), unreachableAfter: Duration = .seconds(60)) {
         self.id = id
@@ -164,7 +94,7 @@ public struct OwnershipMachine: Sendable {
     }
 
     /// The signal this bridge stands for as owner: what it hears, unless it cannot reach the device.
-    private var reportedRSSI: Int { unreachable ? Self.unknownRSSI : rssi ?? Self.unknownRSSI }
+    var reportedRSSI: Int { unreachable ? Self.unknownRSSI : rssi ?? Self.unknownRSSI }
 
     public var owns: Bool { state == .owned }
 
@@ -288,217 +218,4 @@ public struct OwnershipMachine: Sendable {
         return out
     }
 
-    // MARK: - Rules
-
-    private var ownerLive: Bool {
-        guard let record else { return false }
-        return record.bridge == id ? state == .owned : live.contains(record.bridge)
-    }
-
-    private mutating func fired(_ timer: OwnershipTimer, now: ContinuousClock.Instant, unixNow: Int64,
-                                _ out: inout [OwnershipAction]) {
-        switch timer {
-        case .listen:
-            let wasOwned = listeningWhileOwned
-            listeningWhileOwned = false
-            if wasOwned {
-                if let record, record.bridge != id, live.contains(record.bridge) {
-                    // Someone took the device while we were cut off (our will fired): theirs now, released silently
-                    // (the hold stays until this bridge owns the device again).
-                    state = .idle
-                    out.append(.own(false))
-                    break
-                }
-                out.append(.hold(false))
-                if record?.bridge != id || record?.rssi != reportedRSSI {
-                    // Lost with the broker's retained state, or naming a dead bridge: ours, said again.
-                    let since = record?.bridge == id ? record?.since ?? unixNow : unixNow
-                    publishRecord(rssi: reportedRSSI, since: since, now: now, &out)
-                }
-                break
-            }
-            guard state == .listening else { break }
-            state = .idle
-            if let record, record.bridge == id {
-                claim(unixNow: unixNow, now: now, &out)
-            } else {
-                considerClaim(&out)
-                sighted(now: now, unixNow: unixNow, &out)
-            }
-
-        case .claim:
-            guard claimPending else { break }
-            claimPending = false
-            guard state == .idle, brokerUp, !ownerLive, rssi != nil, hasRoom else { break }
-            claim(unixNow: unixNow, now: now, &out)
-
-        case .settle:
-            guard state == .claiming else { break }
-            if record?.bridge == id {
-                state = .owned
-                yieldedTo = nil
-                out.append(.own(true))
-                owned(&out)
-            } else {
-                state = .idle
-                considerClaim(&out)
-            }
-
-        case .handover:
-            guard state == .idle, brokerUp, hasRoom, let since = strongerSince, now - since >= handoverAfter,
-                  let rssi, let record, ownerLive, rssi >= record.rssi + Self.handoverMargin else { break }
-            strongerSince = nil
-            state = .requested
-            out.append(.requestHandover(rssi: rssi))
-            arm(.requestExpired, after: Self.requestTimeout, &out)
-
-        case .requestExpired:
-            guard state == .requested else { break }
-            state = .idle
-            sighted(now: now, unixNow: unixNow, &out)
-
-        case .unreachable:
-            guard state == .owned, !linkUp, !unreachable else { break }
-            if listeningWhileOwned {
-                arm(.unreachable, after: Self.listenTime, &out)   // decided once the retained state is known
-                break
-            }
-            unreachable = true
-            let since = record?.bridge == id ? record?.since ?? unixNow : unixNow
-            publishRecord(rssi: reportedRSSI, since: since, now: now, &out)
-        }
-    }
-
-    private mutating func recordChanged(from previous: OwnerRecord?, now: ContinuousClock.Instant, unixNow: Int64,
-                                        _ out: inout [OwnershipAction]) {
-        guard let record else {
-            // Cleared: an owner says itself again; anyone else may claim.
-            if state == .owned { out.append(.publishOwner(OwnerRecord(bridge: id, rssi: reportedRSSI, since: unixNow))) }
-            else if state == .idle { considerClaim(&out) }
-            return
-        }
-        if record.bridge == id {
-            switch state {
-            case .claiming, .owned, .releasing:
-                break                                   // our own publish coming back
-            case .requested:
-                state = .owned                          // the owner released the device to us
-                strongerSince = nil
-                out.append(.own(true))
-                owned(&out)
-            case .idle:
-                if yieldedTo != nil { break }           // the echo of a claim we yielded; the lower id follows
-                claimPending = false
-                claim(unixNow: unixNow, now: now, &out)
-            case .listening:
-                break
-            }
-            return
-        }
-        // The hysteresis runs against one owner's reports: a new owner starts it again, a refresh re-checks it.
-        if previous?.bridge != record.bridge || (rssi ?? Self.unknownRSSI) < record.rssi + Self.handoverMargin {
-            strongerSince = nil
-            bump(.handover)
-        }
-        switch state {
-        case .claiming:
-            if record.bridge < id, live.contains(record.bridge) {
-                state = .idle
-                yieldedTo = record.bridge
-            } else {
-                claim(unixNow: unixNow, now: now, &out)  // the retained last write must be the lower id's
-            }
-        case .owned:
-            if record.bridge < id, live.contains(record.bridge) {
-                state = .idle
-                out.append(.own(false))
-            } else {
-                // A higher id, or a bridge that is not live (a forged or stale record): the device stays ours,
-                // and the record says so again.
-                publishRecord(rssi: reportedRSSI, since: unixNow, now: now, &out)
-            }
-        case .requested:
-            break
-        case .idle:
-            if record.bridge != yieldedTo { yieldedTo = nil }
-            if ownerLive {
-                claimPending = false
-                bump(.claim)
-                sighted(now: now, unixNow: unixNow, &out)   // a weaker report (an unreachable owner) starts the window
-            } else {
-                considerClaim(&out)
-            }
-        case .releasing, .listening:
-            break
-        }
-    }
-
-    private mutating func sighted(now: ContinuousClock.Instant, unixNow: Int64, _ out: inout [OwnershipAction]) {
-        guard let rssi else { return }
-        switch state {
-        case .owned where !listeningWhileOwned && !unreachable:
-            guard let record, record.bridge == id, abs(rssi - record.rssi) >= Self.refreshMargin,
-                  lastPublish.map({ now - $0 >= Self.refreshInterval }) ?? true else { break }
-            publishRecord(rssi: rssi, since: record.since, now: now, &out)
-        case .idle:
-            guard ownerLive, let record else {
-                considerClaim(&out)
-                break
-            }
-            if hasRoom, rssi >= record.rssi + Self.handoverMargin {
-                if strongerSince == nil {
-                    strongerSince = now
-                    arm(.handover, after: handoverAfter, &out)
-                }
-            } else {
-                strongerSince = nil
-                bump(.handover)
-            }
-        default:
-            break
-        }
-    }
-
-    /// The device became this bridge's: a link not up by `unreachableAfter` makes the owner say it cannot reach it.
-    private mutating func owned(_ out: inout [OwnershipAction]) {
-        unreachable = false
-        if linkUp { bump(.unreachable) } else { arm(.unreachable, after: unreachableAfter, &out) }
-    }
-
-    /// Arms a claim when nobody live owns the device and this bridge sees it.
-    private mutating func considerClaim(_ out: inout [OwnershipAction]) {
-        guard state == .idle, brokerUp, hasRoom, !ownerLive, !claimPending, let rssi else { return }
-        claimPending = true
-        arm(.claim, after: Self.claimDelay(rssi: rssi), &out)
-    }
-
-    private mutating func claim(unixNow: Int64, now: ContinuousClock.Instant, _ out: inout [OwnershipAction]) {
-        state = .claiming
-        yieldedTo = nil
-        let claim = OwnerRecord(bridge: id, rssi: rssi ?? Self.unknownRSSI, since: unixNow)
-        record = claim
-        lastPublish = now
-        out.append(.publishOwner(claim))
-        arm(.settle, after: Self.settleTime, &out)
-    }
-
-    private mutating func publishRecord(rssi: Int, since: Int64, now: ContinuousClock.Instant,
-                                        _ out: inout [OwnershipAction]) {
-        let mine = OwnerRecord(bridge: id, rssi: rssi, since: since)
-        record = mine
-        lastPublish = now
-        out.append(.publishOwner(mine))
-    }
-
-    private mutating func arm(_ timer: OwnershipTimer, after delay: Duration, _ out: inout [OwnershipAction]) {
-        let token = bump(timer)
-        out.append(.schedule(timer, after: delay, token: token))
-    }
-
-    @discardableResult
-    private mutating func bump(_ timer: OwnershipTimer) -> UInt64 {
-        let token = (tokens[timer] ?? 0) &+ 1
-        tokens[timer] = token
-        return token
-    }
 }
