@@ -160,24 +160,23 @@ extension BridgeAPIFeature {
     /// The adapters the bridge uses (docs/adapters.md), once the core has said; BlueZ's list before that.
     func adapterNames(_ state: APIState) async -> [String] {
         if let adapters = state.adapters { return adapters.map(\.name) }
-        return await bluez.adapters().map(\.name).filter { state.config?.bluetooth.uses($0) ?? true }
+        return await bluetooth.adapters().map(\.name).filter { state.config?.bluetooth.uses($0) ?? true }
     }
 
     /// The configured adapter, else the one the sessions use by default (docs/cli.md).
     func adapterName(_ config: BridgeConfig) async -> String {
         if let name = config.bluetooth.adapter { return name }
-        let adapters = await bluez.adapters()
+        let adapters = await bluetooth.adapters()
         return (adapters.first(where: \.powered) ?? adapters.first)?.name ?? "hci0"
     }
 
     func health(_ state: APIState) async -> JSONValue {
-        let client = link.client
-        let mqtt: String = switch client.connectionState {
+        let mqtt: String = switch broker.connectionState {
         case .connected: "connected"
         case .connecting: "connecting"
         case .disconnected: "disconnected"
         }
-        let available = await bluez.isAvailable
+        let available = await bluetooth.isAvailable
         let total = state.config?.devices.count ?? 0
         let online = state.config?.devices.filter { state.states[$0.name] == .online }.count ?? 0
         let uptime = (ContinuousClock.now - started).components.seconds
@@ -188,8 +187,8 @@ extension BridgeAPIFeature {
             ("bluez", .string(available ? "available" : "unavailable")),
             ("adapters", AdapterStatus.json(state.adapters ?? [])),
             ("devices", .object([("online", .int(online)), ("total", .int(total))])),
-            ("buffer", .object([("queued", .int(client.offlineBufferCount)),
-                                ("dropped", .int(client.droppedWhileOffline))])),
+            ("buffer", .object([("queued", .int(broker.offlineBufferCount)),
+                                ("dropped", .int(broker.droppedWhileOffline))])),
         ] + (state.fleet.map { [("bridge", JSONValue.string($0.id))] } ?? []))
     }
 }

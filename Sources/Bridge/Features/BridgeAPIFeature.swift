@@ -20,9 +20,10 @@ import MQTT
 struct BridgeAPIFeature: BridgeFeature {
     let version: String
     let started: ContinuousClock.Instant
-    let bluez: BlueZClient
-    let link: MQTTLink
-    let discovery: any DiscoveryControl
+    /// BlueZ's adapters and the one-shot tools; the broker connection's health. Narrow, on purpose: the feature
+    /// holds no `BlueZClient` or `MQTTLink`.
+    let bluetooth: any BluetoothTools
+    let broker: any BrokerStatus
     let logger: Logger
     /// At most this many scans and inspections at once; more are refused rather than queued without bound.
     static let maxLongRequests = 4
@@ -292,19 +293,18 @@ struct BridgeAPIFeature: BridgeFeature {
 
     func long(_ request: BridgeRequest, requester: String, config: BridgeConfig?) async -> String {
         let transaction = request.transaction
-        guard let adapter = try? await bluez.adapter(config?.bluetooth.adapter), adapter.powered else {
+        guard let adapter = await bluetooth.poweredAdapter(config?.bluetooth.adapter) else {
             return BridgeResponse.error("no powered Bluetooth adapter", transaction: transaction)
         }
         switch request.parameters {
         case .scan(let duration, let services):
-            let results = await DeviceTools.scan(bluez: bluez, adapter: adapter, services: services, duration: duration,
-                                                 discovery: discovery, requester: requester)
+            let results = await bluetooth.scan(adapter: adapter, services: services, duration: duration,
+                                               requester: requester)
             return BridgeResponse.ok(results.json, transaction: transaction)
         case .address(let address):
             do throws(DeviceTools.InspectFailure) {
-                let report = try await DeviceTools.inspect(bluez: bluez, adapter: adapter, address: address,
-                                                           timeout: Self.inspectTimeout, discovery: discovery,
-                                                           requester: requester)
+                let report = try await bluetooth.inspect(adapter: adapter, address: address,
+                                                         timeout: Self.inspectTimeout, requester: requester)
                 return BridgeResponse.ok(report.json, transaction: transaction)
             } catch {
                 switch error {

@@ -104,7 +104,8 @@ struct BridgeDeviceDiscovery: Sendable, Equatable {
 /// offline buffer only fills while the broker is away, so that is when its count is worth publishing).
 struct BridgeDeviceFeature: BridgeFeature {
     let version: String
-    let link: MQTTLink
+    /// The offline buffer's counts for the diagnostics (a narrow view of the broker link).
+    let broker: any BrokerStatus
     let hostname: String
     /// The shortest interval between two diagnostics published because messages were dropped.
     static let diagnosticsPeriod: Duration = .seconds(5)
@@ -150,7 +151,7 @@ struct BridgeDeviceFeature: BridgeFeature {
             let devices = discovery.config.devices
             let text = BridgeDeviceDiscovery.diagnostics(
                 online: devices.filter { online.contains($0.name) }.count, devices: devices.count,
-                buffered: link.client.offlineBufferCount, dropped: link.client.droppedWhileOffline)
+                buffered: broker.offlineBufferCount, dropped: broker.droppedWhileOffline)
             guard force || text != lastDiagnostics else { return }
             lastDiagnostics = text
             context.publish(discovery.diagnosticsTopic, text, qos: 1, retain: true)

@@ -9,17 +9,16 @@ import Logging
 /// with `AgentManager1` is redone whenever bluetoothd comes back (a restarted bluetoothd forgets its agents) or the
 /// capability must change (BlueZ fixes it at registration).
 struct PairingAgentFeature: BridgeFeature {
-    let bluez: BlueZClient
+    let bus: any AgentBus
     let logger: Logger
     /// Told what bluetoothd has registered, so sessions pair only through the agent (`AgentReadiness`).
     var readiness = AgentReadiness()
 
     func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
-        let agent = PairingAgent(policy: AgentPolicy(), logger: logger, bluez: bluez)
-        await agent.export(on: bluez.connection)
-        let registrar = AgentRegistrar(bluez: bluez, agent: agent, logger: logger, readiness: readiness)
+        let agent = await bus.exportAgent(logger: logger)
+        let registrar = AgentRegistrar(bus: bus, agent: agent, logger: logger, readiness: readiness)
         // Subscribed before anything is registered, so a bluetoothd restart from now on is seen.
-        let bluezEvents = bluez.events()
+        let bluezEvents = bus.events()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await event in bluezEvents {
@@ -70,7 +69,7 @@ struct AgentRegistration: Sendable, Equatable {
 
 /// The registration state, one call at a time.
 actor AgentRegistrar {
-    let bluez: BlueZClient
+    let bus: any AgentBus
     let agent: PairingAgent
     let logger: Logger
     let readiness: AgentReadiness
@@ -80,8 +79,8 @@ actor AgentRegistrar {
         didSet { readiness.set(capability: registered?.capability) }
     }
 
-    init(bluez: BlueZClient, agent: PairingAgent, logger: Logger, readiness: AgentReadiness = AgentReadiness()) {
-        self.bluez = bluez
+    init(bus: any AgentBus, agent: PairingAgent, logger: Logger, readiness: AgentReadiness = AgentReadiness()) {
+        self.bus = bus
         self.agent = agent
         self.logger = logger
         self.readiness = readiness
@@ -111,7 +110,7 @@ actor AgentRegistrar {
         if registered == nil && target == nil { return }
         if registered != nil {
             do throws(BlueZError) {
-                try await bluez.unregisterAgent(path: agent.path)
+                try await bus.unregisterAgent(path: agent.path)
             } catch {
                 logger.warning("cannot unregister the pairing agent: \(error)")
             }
@@ -121,9 +120,9 @@ actor AgentRegistrar {
             logger.info("pairing agent unregistered (no device pairs)")
             return
         }
-        guard await bluez.isAvailable else { return }      // registered when bluetoothd appears
+        guard await bus.isAvailable else { return }      // registered when bluetoothd appears
         do throws(BlueZError) {
-            try await bluez.registerAgent(path: agent.path, capability: target.capability, makeDefault: target.makeDefault)
+            try await bus.registerAgent(path: agent.path, capability: target.capability, makeDefault: target.makeDefault)
             registered = target
             logger.info("pairing agent registered", metadata: [
                 "capability": "\(target.capability)", "default": "\(target.makeDefault)",

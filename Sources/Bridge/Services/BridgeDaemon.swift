@@ -64,13 +64,14 @@ public struct BridgeDaemon: Sendable {
         let features: [any BridgeFeature] = [
             DeviceTopicFeature.availability, DeviceTopicFeature.rssi, EventLogFeature(logger: logger),
             HomeAssistantFeature(version: version, logger: logger),
-            BridgeAPIFeature(version: version, started: .now, bluez: bluez, link: link, discovery: discovery,
+            BridgeAPIFeature(version: version, started: .now, bluetooth: BlueZTools(bluez: bluez, discovery: discovery),
+                             broker: link,
                              logger: logger),
             CommandReplyFeature(),
-            PairingAgentFeature(bluez: bluez, logger: logger, readiness: agentReadiness),
+            PairingAgentFeature(bus: bluez, logger: logger, readiness: agentReadiness),
             FleetFeature(logger: logger),
             AdapterFeature(),
-            BridgeDeviceFeature(version: version, link: link, hostname: Hostname.current),
+            BridgeDeviceFeature(version: version, broker: link, hostname: Hostname.current),
         ]
         let core = BridgeCore(config: config, bluez: bluez, link: link, discovery: discovery, features: features,
                               logger: logger, agentReadiness: agentReadiness, statusChanged: statusChanged)
