@@ -124,9 +124,18 @@ public actor BridgeCore {
 
     private func loop() async {
         await start()
-        for await input in inbox {
+        var inputs = inbox.makeAsyncIterator()
+        while !stopped, let input = await inputs.next() {
             await handle(input)
-            if stopped { break }
+        }
+        // The inbox is finished; what was posted before that still gets its answer, so no caller waits for good.
+        while let input = await inputs.next() {
+            switch input {
+            case .change(_, let reply): reply(nil)
+            case .clientReplaced(_, let done), .shutdown(let done): done()
+            case .ping(let answer): answer()
+            default: break
+            }
         }
     }
 
