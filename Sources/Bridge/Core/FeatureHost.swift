@@ -18,8 +18,8 @@ enum CoreRequest: Sendable {
 }
 
 /// Fans the core's events out to the features (one stream each, so a slow feature delays only itself) and routes
-/// broker messages on their topic filters to them. Emitting never blocks: it is called from session loops and the
-/// core's actor alike.
+/// broker messages on their topic filters to them. Emitting never blocks: it is called from session loops, the
+/// command router and the core's loop alike.
 final class FeatureHost: Sendable {
     let link: any BrokerLink
     let requests: AsyncStream<CoreRequest>.Continuation

@@ -1,8 +1,8 @@
 import Synchronization
 
 /// Which devices this bridge owns (docs/fleet.md), readable from any thread: the session reports arrive on the session
-/// loops and the commands on the core's actor, and neither should wait for the other to know. A lone bridge (not in
-/// a fleet) owns every device.
+/// loops and the commands on the `CommandRouter` (the MQTT pump's task), and neither should wait for the core to
+/// know. The core's loop is its only writer. A lone bridge (not in a fleet) owns every device.
 final class OwnershipBoard: Sendable {
     private let state: Mutex<(fleet: Bool, owned: Set<String>)>
 

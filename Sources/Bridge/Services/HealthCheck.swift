@@ -3,7 +3,7 @@ import MQTT
 
 /// Liveness for the systemd watchdog. Each probe crosses one of the daemon's event loops, so a pet proves that all of
 /// them turn: a Peer.Ping round trip through the D-Bus loop thread and the bus, the MQTT network thread's own
-/// heartbeat, and a turn of the bridge core's actor. Outages of the broker, bluetoothd or a device do not fail any
+/// heartbeat, and a turn of the bridge core's loop. Outages of the broker, bluetoothd or a device do not fail any
 /// probe (the bus answers Ping itself; the MQTT thread keeps iterating while it reconnects); a hung loop does.
 public struct HealthCheck: Sendable {
     let bus: DBusConnection
@@ -21,7 +21,7 @@ public struct HealthCheck: Sendable {
         case stuck(String)
     }
 
-    /// `deadline` bounds the D-Bus round trip; a core actor that never turns makes this never return, which is the
+    /// `deadline` bounds the D-Bus round trip; a core loop that never turns makes this never return, which is the
     /// point: no verdict, no pet.
     public func probe(deadline: Duration) async -> Verdict {
         do {
