@@ -65,37 +65,25 @@ extension BridgeCore {
         if poweredOn { discovery.reset() }
     }
 
-    /// Places every device and tells each session whose adapter (or its power) changed.
+    /// Places every device and tells whoever must hear of a change (`Placement`).
     func placeDevices() {
-        let moved = adapterSet.place(config.devices, listeningOnly: listeningOnly)
-        for name in moved {
-            let to = adapterSet.placed[name] ?? "none"
-            logger.info("device placed on adapter \(to)", metadata: ["device": "\(name)"])
-        }
-        for (name, session) in sessions {
-            let now = adapterSet.adapter(of: name)
-            let told = toldAdapter[name] ?? nil
-            guard toldAdapter[name] == nil || now?.path != told?.path || now?.powered != told?.powered else { continue }
-            toldAdapter[name] = .some(now)
-            session.send(.adapter(now))
-        }
+        tell(placement.place(config.devices, sessions: sessions.keys, fleet: ownership.isFleet,
+                             listeningOnly: listeningOnly))
         anyDiscovery.setAdapters(adapterSet.listening)
-        publishAdapters()
-        tellRoom()
     }
 
-    /// Fleet: tells the `FleetFeature` which devices this bridge has room for, when that changed.
-    private func tellRoom() {
-        guard ownership.isFleet else {
-            toldRoom = [:]
-            return
-        }
-        let listening = listeningOnly
-        for device in config.devices {
-            let room = adapterSet.hasRoom(for: device, listeningOnly: listening)
-            guard toldRoom[device.name] != room else { continue }
-            toldRoom[device.name] = room
-            host.emit(.room(device, room))
+    func tell(_ notices: [Placement.Notice]) {
+        for notice in notices {
+            switch notice {
+            case .moved(let name, let to):
+                logger.info("device placed on adapter \(to ?? "none")", metadata: ["device": "\(name)"])
+            case .adapter(let name, let info):
+                sessions[name]?.send(.adapter(info))
+            case .room(let name, let room):
+                if let device = config.devices.first(where: { $0.name == name }) { host.emit(.room(device, room)) }
+            case .adapters(let statuses, let placed):
+                host.emit(.adapters(statuses, placement: placed))
+            }
         }
     }
 
@@ -107,10 +95,7 @@ extension BridgeCore {
 
     /// Where a new session starts; remembered as told.
     func initialAdapter(for device: DeviceConfig) -> AdapterInfo? {
-        _ = adapterSet.place(config.devices, listeningOnly: listeningOnly)
-        let info = adapterSet.adapter(of: device.name)
-        toldAdapter[device.name] = .some(info)
-        return info
+        placement.initialAdapter(for: device.name, config.devices, listeningOnly: listeningOnly)
     }
 
     /// A device object under some adapter appeared or changed: that adapter sees the device.
@@ -212,11 +197,6 @@ extension BridgeCore {
 
     /// Tells the features when the adapter list (or where devices are) changed.
     func publishAdapters() {
-        let statuses = adapterSet.statuses
-        let placement = adapterSet.placed
-        guard statuses != lastAdapterStatuses || placement != lastPlacement else { return }
-        lastAdapterStatuses = statuses
-        lastPlacement = placement
-        host.emit(.adapters(statuses, placement: placement))
+        tell(placement.adapterList())
     }
 }

@@ -69,9 +69,7 @@ extension BridgeCore: DeviceManaging {
         let oldTopics = BridgeTopics(settings: old.mqtt)
         for device in diff.leaving {
             board.remove(device.name)
-            adapterSet.forget(device)
-            toldAdapter[device.name] = nil
-            toldRoom[device.name] = nil
+            placement.forget(device)
             holders[device.name] = nil
             logger.notice("device \(device.name) stopped (removed or changed)")
             // Fleet: the retained topics of a device another bridge owns are that bridge's (docs/fleet.md).

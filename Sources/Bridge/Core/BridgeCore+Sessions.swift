@@ -79,8 +79,7 @@ extension BridgeCore {
         switch event {
         case .bluezVanished:
             logger.warning("bluetoothd left the bus; waiting for it to return")
-            adapterSet.update([])
-            toldAdapter = toldAdapter.mapValues { _ in nil }
+            placement.bluezGone()
             for session in sessions.values { session.send(.bluez(available: false)) }
             publishAdapters()
         case .bluezAppeared:

@@ -29,14 +29,13 @@ public actor BridgeCore {
     var sessions: [String: DeviceSession] = [:]            // by device name
     var byAddress: [BluetoothAddress: DeviceSession] = [:]
     // Adapters (docs/adapters.md): see BridgeCore+Adapters.swift.
-    var adapterSet: AdapterSet
-    /// What each session was last told about its adapter (absent: nothing yet).
-    var toldAdapter: [String: AdapterInfo?] = [:]
-    /// Fleet: what the `FleetFeature` was last told about each device's room (`CoreEvent.room`).
-    var toldRoom: [String: Bool] = [:]
+    /// Where each device is placed and who was told (pure; `Adapters/Placement`).
+    var placement: Placement
+    var adapterSet: AdapterSet {
+        get { placement.set }
+        _modify { yield &placement.set }
+    }
     var armedWakes: [String: ContinuousClock.Instant] = [:]
-    var lastAdapterStatuses: [AdapterStatus]?
-    var lastPlacement: [String: String] = [:]
     let inbox: AsyncStream<CoreInput>
     let sink: AsyncStream<CoreInput>.Continuation
     let adapterJobs: (stream: AsyncStream<Job>, continuation: AsyncStream<Job>.Continuation)
@@ -75,7 +74,7 @@ public actor BridgeCore {
                 if !Task.isCancelled { body() }
             }
         })
-        self.adapterSet = AdapterSet(settings: config.bluetooth, window: Self.wedgeWindow())
+        self.placement = Placement(set: AdapterSet(settings: config.bluetooth, window: Self.wedgeWindow()))
         let host = FeatureHost(link: link)
         self.host = host
         self.features = features.map { feature in
