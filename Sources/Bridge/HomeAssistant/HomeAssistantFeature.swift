@@ -109,10 +109,8 @@ struct HomeAssistantFeature: BridgeFeature {
             case .event(.identified(let device, let identity)):
                 identities[device.name] = identity
                 guard let discovery, discovery.isEnabled else { break }
-                for message in discovery.messages(for: device, identity: identity)
-                where published[message.topic] != message.payload {
-                    publish(message)
-                }
+                // Once per connection of the device: said again even when unchanged (a reconnect after a reload).
+                for message in discovery.messages(for: device, identity: identity) { publish(message) }
             case .event(.message(let message)):
                 guard let discovery, discovery.isEnabled else { break }
                 if message.topic == discovery.statusTopic {
