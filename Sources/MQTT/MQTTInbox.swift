@@ -12,8 +12,6 @@ final class InboxGauge: Sendable {
         self.limit = limit
     }
 
-    var queuedBytes: Int { bytes.load(ordering: .relaxed) }
-
     /// Network thread: whether a received message of `size` bytes is queued for the consumer (false: dropped).
     func admit(_ size: Int) -> Bool {
         guard bytes.load(ordering: .relaxed) < limit else { return false }
