@@ -3,9 +3,10 @@
 /// hear the same one), and an attacker may replay an old encrypted broadcast. The decoders are pure, so the caller
 /// keeps one of these per device and asks it about each result.
 ///
-/// Rules: an encrypted broadcast whose counter is not above the last accepted one is a replay, unless the counter
-/// is below 100 (a device that restarted, or a new battery, counts from 0 again; bthome-ble allows the same); a
-/// packet id already accepted within `window` is a repeat.
+/// Rules: a packet id already accepted within `window` is a repeat, and so is an encrypted broadcast with the last
+/// accepted counter (the same packet heard again: counter and key make the nonce, a device never reuses one); an
+/// encrypted broadcast whose counter is below the last accepted one is a replay, unless the counter is below 100 (a
+/// device that restarted, or got a new battery, counts from 0 again; bthome-ble allows the same).
 public struct AdvertDeduplicator: Sendable {
     public enum Verdict: Sendable, Equatable {
         case fresh
@@ -25,12 +26,13 @@ public struct AdvertDeduplicator: Sendable {
 
     /// Judges `result`, heard at `now` (seconds on any monotonic clock), and remembers it if it is fresh.
     public mutating func admit(_ result: AdvertResult, now: Double) -> Verdict {
-        if let counter = result.encryptionCounter, let last = lastCounter, counter <= last, counter >= 100 {
-            return .replayed
-        }
         seen.removeAll { now - $0.at >= window || $0.at > now }
+        if let id = result.packetID, seen.contains(where: { $0.id == id }) { return .repeated }
+        if let counter = result.encryptionCounter, let last = lastCounter {
+            if counter == last { return .repeated }
+            if counter < last, counter >= 100 { return .replayed }
+        }
         if let id = result.packetID {
-            if seen.contains(where: { $0.id == id }) { return .repeated }
             seen.append((id, now))
             if seen.count > 256 { seen.removeFirst(seen.count - 256) }
         }
