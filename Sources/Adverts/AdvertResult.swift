@@ -27,8 +27,14 @@ public struct AdvertResult: Sendable, Equatable {
     }
 
     /// Adds a reading, or replaces the value and unit of one of the same name where it stands: a later object of a
-    /// packet wins, as in the reference parsers' dictionaries.
+    /// packet wins, as in the reference parsers' dictionaries. A float that is not a number or infinite (random
+    /// bytes read as a float) is no reading: it is left out, where the references would pass NaN on; like any later
+    /// object it still replaces an earlier reading of its name, which is then gone.
     mutating func set(_ name: String, _ value: MeasurementValue, unit: String? = nil) {
+        if case .number(let number) = value, !number.isFinite {
+            measurements.removeAll { $0.name == name }
+            return
+        }
         if let index = measurements.firstIndex(where: { $0.name == name }) {
             measurements[index] = Measurement(name, value, unit: unit)
         } else {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates the venv of the reference broadcast parsers (bthome-ble, xiaomi-ble, govee-ble, ruuvitag-ble, from PyPI,
-# pinned in requirements.txt) for Tests/adverts at $REPO/.venv-adverts: ~1 min and ~150 MB the first time, binary
-# wheels only. Idempotent: a stamp keyed by requirements.txt's hash skips pip when nothing changed.
+# pinned in requirements.txt) for Tests/adverts at $REPO/.venv-adverts: ~1 min and ~150 MB the first time, wheels
+# preferred. Idempotent: a stamp keyed by requirements.txt's hash skips pip when nothing changed.
 #
 # Environment: PYTHON=/path/to/python3 (>= 3.11, as the parsers need).
 set -euo pipefail
@@ -33,6 +33,6 @@ if ! [ -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c '' 2>/dev/null; then
     "$python" -m venv "$VENV"
 fi
 log "installing the reference parsers into $VENV"
-"$VENV/bin/python" -m pip install --disable-pip-version-check -q --only-binary=:all: -r "$REQUIREMENTS"
+"$VENV/bin/python" -m pip install --disable-pip-version-check -q --prefer-binary -r "$REQUIREMENTS"
 echo "$want" > "$STAMP"
 log "ok"
