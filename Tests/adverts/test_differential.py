@@ -52,10 +52,9 @@ def same(a: Any, b: Any) -> bool:
 def compare(family: str, request: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any] | Exception) -> str:
     """The verdict for one packet: "equal", "both-empty", "reference-raised", "partial"; anything else fails."""
     if isinstance(theirs, Exception):
-        # The reference crashed on it (a truncated object it indexes past): gattbridge must not crash, and the
-        # batch line proves it did not; any answer is acceptable but values must be plausible, so only count it.
-        if family == "ruuvi":  # too short or too long for format 5: its decoder refuses by raising
-            assert "error" in ours, (request, ours)
+        # The reference refuses it by raising (empty service data it indexes into; a Ruuvi record too short or too
+        # long for its struct): gattbridge must refuse it too, without crashing (the batch answered).
+        assert "error" in ours, (request, ours, theirs)
         return "reference-raised"
     ours_values = {k: v for k, v in ours.get("measurements", {}).items()}
     if family == "bthome" and theirs["packet_id"] is not None and "error" not in ours:
