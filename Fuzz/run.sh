@@ -15,7 +15,8 @@ cd "$repo"
 mode="${1:-smoke}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(FuzzCodecs FuzzConfig FuzzCommands FuzzBridgeRequest FuzzDBus)
+[ ${#targets[@]} -gt 0 ] || targets=(FuzzCodecs FuzzConfig FuzzCommands FuzzBridgeRequest FuzzDBus
+                                   FuzzBTHome FuzzXiaomi FuzzThermometerFirmware FuzzGovee FuzzRuuvi FuzzBeacons)
 scratch="$repo/.build-fuzz"
 bin="$scratch/release"
 
