@@ -1,4 +1,5 @@
 import Adverts
+import AdvertsFuzzSupport
 import Bluetooth
 import FuzzSupport
 

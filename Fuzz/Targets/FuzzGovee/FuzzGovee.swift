@@ -1,4 +1,5 @@
 import Adverts
+import AdvertsFuzzSupport
 import FuzzSupport
 
 /// Govee manufacturer data with a company id and one of the local names that select a model.

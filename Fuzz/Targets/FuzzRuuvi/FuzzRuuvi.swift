@@ -1,4 +1,5 @@
 import Adverts
+import AdvertsFuzzSupport
 import FuzzSupport
 
 /// RuuviTag manufacturer data (0x0499). Oracle: only 24-byte format 5 records decode, each with its sequence number.
