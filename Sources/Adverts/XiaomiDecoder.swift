@@ -50,7 +50,8 @@ public enum XiaomiDecoder {
             payload = plain
             result.encryptionCounter = counter
         } else {
-            if bindkey != nil { throw .unencryptedWithBindkey }
+            // Unlike BTHome, a plaintext frame from a device with a bindkey is read: xiaomi-ble does, and some
+            // models send their plaintext frames beside encrypted ones.
             guard data.count >= index + 3 else { throw .malformed("MiBeacon object missing") }
             payload = Array(data[index...])
         }

@@ -5,7 +5,8 @@ enum XiaomiObjects {
     /// Object ids decoded here; others are skipped.
     static let known: Set<UInt16> = [
         0x000F, 0x1004, 0x1005, 0x1006, 0x1007, 0x1008, 0x1009, 0x100A, 0x100D, 0x1010, 0x1012, 0x1013, 0x1014,
-        0x1015, 0x1017, 0x1018, 0x1019, 0x101B, 0x4801, 0x4802, 0x4803, 0x4808, 0x480C, 0x4818, 0x4A01, 0x4A08,
+        0x1015, 0x1017, 0x1018, 0x1019, 0x101B, 0x4801, 0x4802, 0x4803, 0x4804, 0x4805, 0x4806, 0x4808, 0x480C,
+        0x4818, 0x4A01, 0x4A08,
         0x4C01, 0x4C02, 0x4C03, 0x4C08, 0x4E01,
     ]
 
@@ -92,6 +93,20 @@ enum XiaomiObjects {
             temperature(DecimalRounding.round(value, places: 1))
         case 0x4802: humidity(.integer(Int64(x[0])))
         case 0x4803, 0x4C03: battery(x[0])
+        case 0x4804:  // opening state
+            if x[0] == 1 {
+                binary("opening", true)
+            } else if x[0] == 2 {
+                binary("opening", false)
+                binary("door_left_open", false)
+                binary("device_forcibly_removed", false)
+            }
+        case 0x4805:
+            guard let value = float32() else { return }
+            sensor("illuminance", .number(value), "lx")
+        case 0x4806:  // water: the flood sensors name it after where they sense it
+            guard x.count == 1 else { return }
+            binary(model == "SJWS02LM" || model == "zhiee.flood.sj01" ? "bottom_submersion" : "moisture", x[0] > 0)
         case 0x4808:
             guard let value = float32() else { return }
             humidity(.number(DecimalRounding.round(value, places: 1)))

@@ -58,6 +58,12 @@ import Bluetooth
         }
     }
 
+    @Test func plaintextFramesAreReadWithABindkeyToo() throws {
+        let result = try decode("5020aa01a3bf2e3b342d580d1004b40095020a10013b", address: "58:2D:34:3B:2E:BF",
+                                bindkey: "a3bfe9853dd85a620debe3620caaa351")
+        #expect(result["temperature"] == .number(18.0) && !result.encrypted)
+    }
+
     @Test func encryptRoundTrips() throws {
         let address = BluetoothAddress("A4:C1:38:11:22:33")!
         let key = bytes("00112233445566778899aabbccddeeff")

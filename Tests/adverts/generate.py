@@ -103,13 +103,13 @@ def bthome(rng: random.Random) -> dict[str, Any]:
 XIAOMI_OBJECTS = {
     0x000F: 3, 0x1004: 2, 0x1005: 2, 0x1006: 2, 0x1007: 3, 0x1008: 1, 0x1009: 2, 0x100A: 1, 0x100D: 4, 0x1010: 2,
     0x1012: 1, 0x1013: 1, 0x1014: 1, 0x1015: 1, 0x1017: 4, 0x1018: 1, 0x1019: 1, 0x101B: 4, 0x4801: 4, 0x4802: 1,
-    0x4803: 1, 0x4808: 4, 0x480C: 1, 0x4818: 2, 0x4A01: 1, 0x4A08: 4, 0x4C01: 4, 0x4C02: 1, 0x4C03: 1, 0x4C08: 4,
+    0x4803: 1, 0x4804: 1, 0x4805: 4, 0x4806: 1, 0x4808: 4, 0x480C: 1, 0x4818: 2, 0x4A01: 1, 0x4A08: 4, 0x4C01: 4, 0x4C02: 1, 0x4C03: 1, 0x4C08: 4,
     0x4E01: 1,
 }
 XIAOMI_MODELS = [
     "LYWSDCGQ", "LYWSD02", "LYWSD02MMC", "LYWSD03MMC", "MHO-C401", "MHO-C303", "CGG1", "CGG1-ENCRYPTED", "CGDK2",
     "CGDK3", "XMWSDJ04MMC", "HHCCJCY01", "GCLS002", "HHCCPOT002", "MJYD02YL", "RTCGQ02LM", "MCCGQ02HL", "CGPR1",
-    "CGH1", "MUE4094RT", "XMPIRO2SXS", "MJWSD05MMC", "MJWSD06MMC", "XMMF01JQD",
+    "CGH1", "MUE4094RT", "XMPIRO2SXS", "MJWSD05MMC", "MJWSD06MMC", "XMMF01JQD", "SJWS02LM", "MS1BB(MI)", "PS1BB",
 ]
 XIAOMI_IDS = [i for i, d in DEVICE_TYPES.items() if d.model in XIAOMI_MODELS]
 
@@ -119,7 +119,7 @@ def xiaomi_object(rng: random.Random, object_id: int) -> bytes:
     if rng.random() < 0.05:
         length = rng.randrange(1, 6)  # a wrong length: the object is skipped
     body = bytearray(rng.randrange(256) for _ in range(length))
-    if object_id in (0x4801, 0x4808, 0x4C01, 0x4C08, 0x4A08) and length == 4 and rng.random() < 0.8:
+    if object_id in (0x4801, 0x4805, 0x4808, 0x4C01, 0x4C08, 0x4A08) and length == 4 and rng.random() < 0.8:
         import struct
 
         body = bytearray(struct.pack("<f", rng.uniform(-40, 120)))
@@ -164,6 +164,8 @@ def xiaomi(rng: random.Random) -> dict[str, Any]:
         request["bindkey"] = key.hex()
     else:
         data = header + objects
+        if rng.random() < 0.05:
+            request["bindkey"] = bytes(rng.randrange(256) for _ in range(16)).hex()
     request["service_data"] = {XIAOMI_UUID: damage(rng, data).hex()}
     return request
 
