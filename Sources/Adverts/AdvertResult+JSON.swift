@@ -1,8 +1,9 @@
 import Codecs
 
 extension AdvertResult {
-    /// `{"format":…,"measurements":{…},"events":[…],"packet_id":N|null,"encrypted":…}`: what `gattbridge adverts
-    /// decode` prints. `units` adds `"units":{name: unit}` (the differential tests compare units too).
+    /// `{"format":…,"measurements":{…},"events":[…],"packet_id":N|null,"encrypted":…}`: what
+    /// `gattbridge adverts decode` prints. `units` adds `"units":{name: unit}` (the differential tests compare
+    /// units too).
     public func json(units: Bool = false) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("format", .string(format.rawValue)),

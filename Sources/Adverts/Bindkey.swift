@@ -9,7 +9,8 @@ public struct Bindkey: Sendable, Equatable, CustomStringConvertible {
     public init?(hex text: String) {
         let trimmed = text.trimmingPrefix(while: \.isWhitespace)
         let digits = String(trimmed.reversed().trimmingPrefix(while: \.isWhitespace).reversed())
-        guard digits.utf8.count == 32, digits.utf8.allSatisfy({ $0 < 0x80 && Character(Unicode.Scalar($0)).isHexDigit }),
+        let hexDigit = { (byte: UInt8) in byte < 0x80 && Character(Unicode.Scalar(byte)).isHexDigit }
+        guard digits.utf8.count == 32, digits.utf8.allSatisfy(hexDigit),
               let bytes = try? Hex.decode(digits), bytes.count == 16
         else { return nil }
         self.bytes = bytes

@@ -41,7 +41,8 @@ enum XiaomiObjects {
             guard x.count == 2 else { return }
             let raw = le(x)
             // The reference truncates these two models' humidity to whole percent (their readings step jaggedly).
-            humidity(model == "LYWSD03MMC" || model == "MHO-C401" ? .integer(Int64(raw / 10)) : .number(Double(raw) / 10))
+            let truncated = model == "LYWSD03MMC" || model == "MHO-C401"
+            humidity(truncated ? .integer(Int64(raw / 10)) : .number(Double(raw) / 10))
         case 0x1007:
             guard x.count == 3 else { return }
             let illuminance = le(x)

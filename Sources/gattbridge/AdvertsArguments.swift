@@ -7,7 +7,8 @@ import Codecs
 enum AdvertsArguments {
     static func format(_ text: String) throws -> AdvertFormat {
         guard let format = AdvertFormat(rawValue: text) else {
-            throw ValidationError("unknown format (expected one of \(AdvertFormat.allCases.map(\.rawValue).joined(separator: ", ")))")
+            let names = AdvertFormat.allCases.map(\.rawValue).joined(separator: ", ")
+            throw ValidationError("unknown format (expected one of \(names))")
         }
         return format
     }
