@@ -7,7 +7,8 @@
 #   3. The binary it ships, unpacked, runs under qemu-aarch64-static with a Debian 12 arm64 root that holds only the
 #      runtime libraries its Depends: name (and their own dependencies): `--version` equals the amd64 build's, then
 #      integration scenarios against the simulated bench (ARM64_SCENARIOS below): scan, a device's notifications
-#      reaching MQTT, set written to the peripheral, SIGHUP reload, SIGTERM publishing offline, systemd readiness.
+#      reaching MQTT, set written to the peripheral, SIGHUP reload, SIGTERM publishing offline, systemd readiness,
+#      and broadcasts decoded (encrypted BTHome: OpenSSL's AES-CCM on arm64).
 #
 # There is no binfmt_misc here, so the binary runs by a wrapper that execs qemu (signals sent to the wrapper's pid
 # reach the guest program: qemu forwards them). ARM64_PYTEST_ARGS adds pytest arguments.
@@ -89,6 +90,7 @@ ARM64_SCENARIOS=(
     "Tests/integration/test_cli.py::test_scan_json_lists_peripherals_with_address_name_and_services"
     "Tests/integration/test_cli.py::test_listen_prints_heart_rate_json_lines"
     "Tests/integration/test_cli.py::test_config_check_reports_every_error_with_its_position"
+    "Tests/adverts/test_cli.py"
     "Tests/integration/test_bridge.py::test_values_flow_on_spec_topics"
     "Tests/integration/test_bridge.py::test_led_on_off_reaches_the_peripheral_and_reads_back"
     "Tests/integration/test_systemd.py::test_ready_then_periodic_watchdog_pets"
