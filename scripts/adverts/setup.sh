@@ -9,30 +9,21 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VENV="$REPO/.venv-adverts"
 REQUIREMENTS="$REPO/scripts/adverts/requirements.txt"
-STAMP="$VENV/.requirements.sha256"
 
 log() { printf 'setup-adverts: %s\n' "$*" >&2; }
 
-want="$(sha256sum "$REQUIREMENTS" | cut -d' ' -f1)"
-if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c '' 2>/dev/null && [ "$(cat "$STAMP" 2>/dev/null)" = "$want" ]; then
+. "$REPO/scripts/venv.sh"
+if venv_current "$VENV" "$REQUIREMENTS"; then
     log "ok ($VENV up to date)"
     exit 0
 fi
-
-python="${PYTHON:-}"
-if [ -z "$python" ]; then
-    if [ -x /usr/bin/python3 ]; then python=/usr/bin/python3; else python="$(command -v python3)"; fi
-fi
+python="$(venv_python "${PYTHON:-}")"
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
     log "$python is older than 3.11 (the reference parsers need 3.11+); set PYTHON=/path/to/python3.11+"
     exit 1
 fi
-if ! [ -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c '' 2>/dev/null; then
-    log "creating $VENV with $python"
-    rm -rf "$VENV"
-    "$python" -m venv "$VENV"
-fi
+venv_create "$VENV" "$python"
 log "installing the reference parsers into $VENV"
 "$VENV/bin/python" -m pip install --disable-pip-version-check -q --prefer-binary -r "$REQUIREMENTS"
-echo "$want" > "$STAMP"
+venv_stamp "$VENV" "$REQUIREMENTS"
 log "ok"

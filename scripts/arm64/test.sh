@@ -31,18 +31,7 @@ grep -Eq '(^|, )libc6 \(>= 2\.36\)' <<<"$depends" || fail "Depends: lacks libc6 
 for lib in libdbus-1-3 libmosquitto1 libsystemd0 libyaml-0-2 bluez; do
     grep -Eq "(^|, )$lib( |,|$)" <<<"$depends" || fail "Depends: lacks $lib"
 done
-if ! command -v lintian >/dev/null; then
-    log "installing lintian (host tool for the check, as make test-deb does)"
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends lintian >/dev/null \
-        || { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive \
-             apt-get install -y -qq --no-install-recommends lintian >/dev/null; }
-fi
-set +e
-lintian_out="$(lintian --fail-on error "$DEB" 2>&1)"
-lintian_rc=$?
-set -e
-grep -v '^running with root privileges is not recommended!$' <<<"$lintian_out" >&2 || true
-[ "$lintian_rc" -eq 0 ] || fail "lintian exited $lintian_rc"
+bash "$REPO/scripts/deb/lintian.sh" "$DEB" || fail "lintian"
 
 # --- 2. Depends: against Debian 12 arm64's archive ------------------------------------------------------------------
 papt_update "$TARGET_SUITE" arm64
