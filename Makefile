@@ -6,11 +6,24 @@ DESTDIR    ?=
 BINDIR     ?= $(PREFIX)/bin
 UNITDIR    ?= /etc/systemd/system
 CONFDIR    ?= /etc/gattbridge
+MANDIR     ?= $(PREFIX)/share/man
 SWIFT      ?= swift
 PYTHON     := .venv/bin/python
 PYTEST_ARGS ?=
 
 .PHONY: all setup build release test unit-test integration-test demo install uninstall clean deb test-deb
+
+# ARCH=arm64 on an amd64 machine: `make release` and `make deb` cross-build for a Raspberry Pi (64-bit OS) with the
+# toolchain scripts/arm64/ installs into ARM64_CACHE (docs: the install guide). Otherwise the machine's own.
+HOST_ARCH := $(shell dpkg --print-architecture 2>/dev/null || uname -m)
+ARCH      ?= $(HOST_ARCH)
+ifeq ($(ARCH),$(HOST_ARCH))
+CROSS :=
+else ifeq ($(ARCH)-$(HOST_ARCH),arm64-amd64)
+CROSS := arm64
+else
+$(error ARCH=$(ARCH) cannot be built on $(HOST_ARCH): only arm64 is cross-built, on amd64)
+endif
 
 all: build
 
@@ -21,7 +34,7 @@ build:
 	$(SWIFT) build
 
 # The Swift standard library linked statically (and stripped): the Pi needs no Swift runtime. The other flags keep the
-# idle daemon's memory down (docs/MEMORY.md has the measurements): lld with packed relative relocations (DT_RELR,
+# idle daemon's memory down (docs/dev/MEMORY.md has the measurements): lld with packed relative relocations (DT_RELR,
 # glibc 2.36+) instead of 1 MB of relocation entries read at every start; no exported symbols (nothing looks them up,
 # they cost 600 KB of symbol tables); libgcc and libstdc++ linked in rather than mapped as shared libraries; and the
 # functions the daemon runs packed together (scripts/release/symbol-order.txt), so it maps 3 MB less of its code; and
@@ -34,8 +47,13 @@ RELEASE_FLAGS = -c release --static-swift-stdlib \
 	-Xlinker --symbol-ordering-file=$(CURDIR)/scripts/release/symbol-order.txt -Xlinker --no-warn-symbol-ordering \
 	-Xlinker -T -Xlinker $(CURDIR)/scripts/release/writable-rodata.ld
 
+ifeq ($(CROSS),)
 release: release-prep
 	$(SWIFT) build $(RELEASE_FLAGS) -Xlinker -s
+else
+release:
+	bash scripts/arm64/build.sh >/dev/null
+endif
 
 # The Swift driver always asks for -lstdc++; a libstdc++.a found first (the toolchain clang's own) makes that static.
 # Without one the link falls back to the shared library.
@@ -50,29 +68,47 @@ print-release-flags:
 	@echo $(RELEASE_FLAGS)
 
 unit-test: setup
+	@# The arm64 cross toolchain (mostly downloads and unpacking) is prepared in the background meanwhile;
+	@# test-arm64 waits for it (scripts/arm64/toolchain.sh takes a lock).
+	@mkdir -p .build-arm64 && (bash scripts/arm64/toolchain.sh > .build-arm64/toolchain.log 2>&1 &)
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
 integration-test: setup build
 	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/integration -q $(PYTEST_ARGS)
 
-# The whole suite, as CI runs it (~30 min): unit, integration, unit-file check, fuzz smoke, the Debian package (lintian
-# and an install in a fresh Debian 12), real BlueZ in QEMU run by the package's binary, and a 10-minute fault soak of
+# The whole suite, as CI runs it (~40 min): unit, integration, the guide's links and the config schema, unit-file
+# check, fuzz smoke, the Debian package (lintian and an install in a fresh Debian 12), the Raspberry Pi package
+# (cross-built, run under qemu-user), real BlueZ in QEMU run by the package's binary, and a 10-minute fault soak of
 # the release build (TEST_SOAK_SECONDS). The package is made from the soak's release build (same flags), so the
 # suite compiles the release configuration once.
 TEST_SOAK_SECONDS ?= 600
 
 test: setup
+	@# The arm64 cross toolchain (mostly downloads and unpacking) is prepared in the background meanwhile;
+	@# test-arm64 waits for it (scripts/arm64/toolchain.sh takes a lock).
+	@mkdir -p .build-arm64 && (bash scripts/arm64/toolchain.sh > .build-arm64/toolchain.log 2>&1 &)
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/integration -q $(PYTEST_ARGS)
+	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/docs -q
+	$(MAKE) test-adverts
 	$(MAKE) test-homeassistant
 	bash scripts/check-unit.sh
 	$(MAKE) fuzz-smoke
 	$(MAKE) test-deb DEB_BIN_TARGET=bench-build DEB_BIN=$(BENCH_BIN)
+	$(MAKE) test-arm64
 	$(MAKE) test-realbluez-deb DEB_BIN_TARGET=bench-build DEB_BIN=$(BENCH_BIN) REALBLUEZ_PRIVACY=0
 	$(MAKE) bench-fleet
 	$(MAKE) soak DURATION=$(TEST_SOAK_SECONDS)
+
+# The broadcast decoders against Home Assistant's reference parsers (bthome-ble, xiaomi-ble, govee-ble, ruuvitag-ble)
+# in their own venv, .venv-adverts (created on first use: ~1 min), on the packets of the references' test suites and
+# on generated ones (ADVERTS_GENERATED per format, default 10000); prints the counts compared (docs/adverts.md).
+.PHONY: test-adverts
+test-adverts: build
+	bash scripts/adverts/setup.sh
+	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge .venv-adverts/bin/python -m pytest Tests/adverts -q -p no:logging $(PYTEST_ARGS)
 
 # The discovery against a real Home Assistant core (2024.3) in its own venv, .venv-ha (created on first use: ~5 min,
 # ~400 MB; Python 3.11 or 3.12, PYTHON_HA=… to choose it).
@@ -81,7 +117,7 @@ test-homeassistant: setup build
 	bash scripts/homeassistant/setup.sh
 	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/homeassistant -q $(PYTEST_ARGS)
 
-# gattbridge against the real bluetoothd and kernel in a QEMU guest (docs/REAL-BLUEZ.md): about 2–4 minutes.
+# gattbridge against the real bluetoothd and kernel in a QEMU guest (docs/dev/REAL-BLUEZ.md): about 2–4 minutes.
 .PHONY: test-realbluez
 test-realbluez: setup build
 	bash scripts/realbluez/run.sh
@@ -94,6 +130,21 @@ test-realbluez-deb: setup deb
 	rm -rf $(DEB_EXTRACT) && mkdir -p $(DEB_EXTRACT)
 	dpkg-deb -x $(DEB_FILE) $(DEB_EXTRACT)
 	GATTBRIDGE_BIN=$(CURDIR)/$(DEB_EXTRACT)/usr/bin/gattbridge bash scripts/realbluez/run.sh
+
+# The guide's links and the config's JSON Schema against the validator (Tests/docs; a few seconds).
+.PHONY: docs-test
+docs-test: setup build
+	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/docs -q $(PYTEST_ARGS)
+
+# The manual page, from the commands' own help (swift-argument-parser's generate-manual): .build/man/gattbridge.1.
+# `man -l .build/man/gattbridge.1` reads it; `sudo make install` installs it when it exists.
+MAN_PAGE := .build/man/gattbridge.1
+.PHONY: man
+man: build
+	$(SWIFT) build --product generate-manual
+	mkdir -p $(dir $(MAN_PAGE))
+	.build/debug/generate-manual .build/debug/gattbridge --date $$(git log -1 --format=%cs 2>/dev/null || date -u +%F) \
+		--authors 'the gattbridge authors' -o - > $(MAN_PAGE).tmp && mv $(MAN_PAGE).tmp $(MAN_PAGE)
 
 demo: setup build
 	bash scripts/demo.sh
@@ -124,9 +175,11 @@ install: $(RELEASE_BIN)
 	install -m 0644 systemd/gattbridge.sysusers $(DESTDIR)$(SYSUSERSDIR)/gattbridge.conf
 	install -m 0644 systemd/gattbridge-dbus.conf $(DESTDIR)$(DBUSPOLICYDIR)/gattbridge.conf
 	install -m 0644 config/gattbridge.example.yaml $(DESTDIR)$(CONFDIR)/config.example.yaml
+	install -m 0644 config/gattbridge.schema.json $(DESTDIR)$(CONFDIR)/gattbridge.schema.json
 	@if [ -e $(DESTDIR)$(CONFDIR)/config.yaml ]; then echo "keeping the existing $(CONFDIR)/config.yaml"; \
 	else install -m 0644 config/gattbridge.example.yaml $(DESTDIR)$(CONFDIR)/config.yaml; \
 	     echo "installed $(CONFDIR)/config.yaml: edit it, then: systemctl enable --now gattbridge"; fi
+	@if [ -f $(MAN_PAGE) ]; then install -D -m 0644 $(MAN_PAGE) $(DESTDIR)$(MANDIR)/man1/gattbridge.1; fi
 	@# LoadCredential= fails the unit when its file is missing: an empty placeholder until a password is set.
 	@[ -e $(DESTDIR)$(CONFDIR)/mqtt-password ] || install -m 0600 /dev/null $(DESTDIR)$(CONFDIR)/mqtt-password
 	@if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then \
@@ -139,6 +192,7 @@ uninstall:
 	@if $(ON_LIVE_SYSTEMD); then systemctl disable --now gattbridge.service 2>/dev/null || true; fi
 	rm -f $(DESTDIR)$(BINDIR)/gattbridge $(DESTDIR)$(UNITDIR)/gattbridge.service \
 		$(DESTDIR)$(SYSUSERSDIR)/gattbridge.conf $(DESTDIR)$(CONFDIR)/config.example.yaml \
+		$(DESTDIR)$(CONFDIR)/gattbridge.schema.json $(DESTDIR)$(MANDIR)/man1/gattbridge.1 \
 		$(DESTDIR)$(DBUSPOLICYDIR)/gattbridge.conf
 	@if cmp -s config/gattbridge.example.yaml $(DESTDIR)$(CONFDIR)/config.yaml; then \
 		rm -f $(DESTDIR)$(CONFDIR)/config.yaml; \
@@ -148,29 +202,41 @@ uninstall:
 	@rmdir $(DESTDIR)$(CONFDIR) 2>/dev/null || true
 	@if $(ON_LIVE_SYSTEMD); then systemctl daemon-reload; fi
 
-# systemd-analyze verify must be clean, the security exposure at most 1.5 and as printed in README.md, MemoryMax= set;
+# systemd-analyze verify must be clean, the security exposure at most 1.5 and as printed in docs/security.md, MemoryMax= set;
 # the D-Bus policy well-formed, narrow, and loaded by dbus-daemon.
 .PHONY: check-unit
 check-unit:
 	bash scripts/check-unit.sh
 
-# --- Debian package (README "Install on a Raspberry Pi") -------------------------------------------------------------
+# --- Debian package (docs/install.md) -------------------------------------------------------------
 # `make deb`: dist/gattbridge_<version>_<arch>.deb for this machine's architecture (arm64 on a Pi), from the release
 # build; the version is GattBridgeVersion.swift's (scripts/deb/version.sh). `make test-deb`: lintian, then an install
 # in a fresh debootstrapped Debian 12 (root, through sudo when needed; a few minutes the first time, ~1 min after).
 # DEB_BIN is the binary packaged and DEB_BIN_TARGET the target that builds it.
 DEB_BIN_TARGET ?= release
+ifeq ($(CROSS),)
 DEB_BIN        ?= $(RELEASE_BIN)
-DEB_FILE        = dist/gattbridge_$(shell bash scripts/deb/version.sh)_$(shell dpkg --print-architecture).deb
+else
+DEB_BIN        ?= .build-arm64/release/gattbridge
+endif
+DEB_FILE        = dist/gattbridge_$(shell bash scripts/deb/version.sh)_$(ARCH).deb
 DEB_EXTRACT    := .build-deb/extract
 
 deb: $(DEB_BIN_TARGET)
-	bash scripts/deb/build.sh $(DEB_BIN) >/dev/null
+	DEB_ARCH=$(ARCH) bash scripts/deb/build.sh $(DEB_BIN) >/dev/null
+
+# The Raspberry Pi package checked on this amd64 machine (scripts/arm64/test.sh): built by `make deb ARCH=arm64`,
+# lintian, Depends: resolved against Debian 12 arm64's archive, then the arm64 binary run under qemu-aarch64-static
+# with a Debian 12 arm64 root of runtime libraries only, through integration scenarios on the simulated bench.
+.PHONY: test-arm64
+test-arm64: setup
+	$(MAKE) deb ARCH=arm64
+	bash scripts/arm64/test.sh
 
 test-deb: deb
 	bash scripts/deb/test.sh
 
-# --- performance, soak, fuzzing (README "Performance") -------------------------------------------------------------
+# --- performance, soak, fuzzing (docs/performance.md) -------------------------------------------------------------
 # The release build for measurements has a scratch path of its own, so it never fights a development build.
 BENCH_BUILD   := .build-release
 BENCH_BIN     := $(BENCH_BUILD)/release/gattbridge
@@ -184,7 +250,7 @@ SOAK_ARGS     ?=
 bench-build: release-prep $(FLOOR_BIN)
 	$(SWIFT) build $(RELEASE_FLAGS) -Xlinker -s --scratch-path $(BENCH_BUILD)
 
-# The floor relay gattbridge is measured against (bench/floor/relay.c; README "Performance").
+# The floor relay gattbridge is measured against (bench/floor/relay.c; docs/performance.md).
 $(FLOOR_BIN): bench/floor/relay.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -Wall -Wextra -o $@ $< $$(pkg-config --cflags --libs dbus-1 libmosquitto)
@@ -196,7 +262,7 @@ bench: setup bench-build
 		$(PYTHON) scripts/bench/run_bench.py $(BENCH_ARGS)
 	$(MAKE) bench-fleet
 
-# The fleet at scale (README "Several bridges"): 3 bridges x 30 simulated peripherals on one BlueZoo and broker,
+# The fleet at scale (docs/fleet.md): 3 bridges x 30 simulated peripherals on one BlueZoo and broker,
 # every device owned once, then the time from an owner's SIGKILL to its devices online elsewhere (~15 s; part of
 # make test, exit 1 when a check fails). FLEET_ARGS=…
 # (--devices N --bridges N --seed N). JSON in .bench/fleet-latest.json.

@@ -32,7 +32,7 @@ from bench.central import BusThread, Central, wait_until
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 CENTRAL_ADDRESS = "00:00:00:00:00:01"
-# Default addresses of the named peripherals (they match the example configuration in SPEC §3).
+# Default addresses of the named peripherals (they match the example configuration in docs/configuration.md).
 DEFAULT_ADDRESSES = {"heart_rate": "C0:FF:EE:00:00:01", "hm10": "C0:FF:EE:00:00:02", "led": "C0:FF:EE:00:00:03"}
 
 __all__ = ["Bench", "BlueZoo", "DBusDaemon", "Mosquitto", "MqttClient", "Peripheral", "Process",

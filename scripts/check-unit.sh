@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks systemd/gattbridge.service: `systemd-analyze verify` must print nothing, the overall exposure from
-# `systemd-analyze security --offline=yes` must be at most 1.5 and equal to the figure printed in README.md, and
+# `systemd-analyze security --offline=yes` must be at most 1.5 and equal to the figure printed in docs/security.md, and
 # MemoryMax= must be set. Checks systemd/gattbridge-dbus.conf, the D-Bus policy: a busconfig of allow rules for the
 # gattbridge user only, with attributes dbus-daemon knows, that a real dbus-daemon loads.
 # Needs systemd-analyze (Debian/Ubuntu package "systemd") and python3; dbus-daemon when installed. Does not need a
@@ -34,9 +34,9 @@ if ! awk -v e="$exposure" -v l="$LIMIT" 'BEGIN { exit !(e <= l) }'; then
     grep '✗' <<<"$report" >&2
     exit 1
 fi
-documented=$(sed -n 's/.*Overall exposure level for gattbridge.service: \([0-9.]*\).*/\1/p' README.md | head -1)
+documented=$(sed -n 's/.*Overall exposure level for gattbridge.service: \([0-9.]*\).*/\1/p' docs/security.md | head -1)
 if [ "$documented" != "$exposure" ]; then
-    echo "check-unit: README.md says exposure ${documented:-(nothing)}, systemd-analyze says $exposure; update README.md" >&2
+    echo "check-unit: docs/security.md says exposure ${documented:-(nothing)}, systemd-analyze says $exposure; update docs/security.md" >&2
     exit 1
 fi
 grep -Eq '^MemoryMax=[0-9]+[KMG]?$' "$UNIT" || { echo "check-unit: $UNIT sets no MemoryMax=" >&2; exit 1; }

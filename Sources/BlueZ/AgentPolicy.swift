@@ -1,6 +1,6 @@
 import Bluetooth
 
-/// What our `org.bluez.Agent1` answers, as data: which devices may pair and how (SPEC §9). Pure, so every answer
+/// What our `org.bluez.Agent1` answers, as data: which devices may pair and how (docs/pairing.md). Pure, so every answer
 /// is unit-tested without a bus; `PairingAgent` only translates D-Bus calls into `answer(_:device:)` and back.
 ///
 /// Only devices listed here get anything but `Rejected`: with one bluetoothd serving other programs (or, as default

@@ -1,7 +1,7 @@
 import Bluetooth
 import DBus
 
-/// Pairing (SPEC §9): the agent's registration with `org.bluez.AgentManager1`, `Device1.Pair` and `Trusted`.
+/// Pairing (docs/pairing.md): the agent's registration with `org.bluez.AgentManager1`, `Device1.Pair` and `Trusted`.
 extension BlueZClient {
     static let agentManager = "org.bluez.AgentManager1"
     static let agentManagerPath = "/org/bluez"

@@ -1,6 +1,6 @@
 import Bluetooth
 
-/// Telling "the peripheral wants a paired, encrypted link" apart from other failures, for the hint SPEC §9 asks for.
+/// Telling "the peripheral wants a paired, encrypted link" apart from other failures, for the hint docs/pairing.md asks for.
 extension BlueZError {
     /// ATT errors meaning the link is not secure enough: 0x05 Insufficient Authentication, 0x08 Insufficient
     /// Authorization, 0x0c Insufficient Encryption Key Size, 0x0f Insufficient Encryption. BlueZ 5.66 answers an

@@ -12,7 +12,7 @@ public enum BlueZError: Error, Sendable, Equatable, CustomStringConvertible {
     case doesNotExist
     case notPermitted
     /// org.bluez.Error.NotPermitted "Not paired": bluetoothd's answer to ATT Insufficient Authentication,
-    /// Encryption or Encryption Key Size, i.e. the characteristic needs a paired, encrypted link (SPEC §9 hint).
+    /// Encryption or Encryption Key Size, i.e. the characteristic needs a paired, encrypted link (docs/pairing.md hint).
     case notPaired
     /// org.bluez.Error.NotPermitted "Notify acquired": the characteristic's notifications are held by an
     /// `AcquireNotify`. Another program's, or, in BlueZ before 5.84, one whose enabling of notifications failed:

@@ -1,6 +1,6 @@
 /// The `bool` codec.
 enum BoolCoding {
-    /// Any non-zero byte is true (SPEC §2), whatever the width; no bytes at all is not a boolean.
+    /// Any non-zero byte is true (docs/configuration.md#codecs), whatever the width; no bytes at all is not a boolean.
     static func decode(_ bytes: [UInt8]) throws(CodecError) -> String {
         guard !bytes.isEmpty else { throw CodecError("codec bool needs at least 1 byte, got 0") }
         return bytes.contains(where: { $0 != 0 }) ? "true" : "false"

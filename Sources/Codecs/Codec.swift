@@ -1,4 +1,4 @@
-/// A configured codec: a `CodecKind` plus the channel's optional `values` map (SPEC §2).
+/// A configured codec: a `CodecKind` plus the channel's optional `values` map (docs/configuration.md#codecs).
 ///
 /// The map is checked once, at construction, so a config with a value the codec cannot encode is rejected
 /// at load time instead of on the first command.

@@ -1,4 +1,4 @@
-/// The codecs a channel can name in the config (SPEC §2). The raw value is the config spelling.
+/// The codecs a channel can name in the config (docs/configuration.md#codecs). The raw value is the config spelling.
 public enum CodecKind: String, CaseIterable, Sendable {
     case hex, base64, text, uint8, int8, uint16, int16, uint32, int32, uint16be, int16be, uint32be, int32be
     case float32, float64, float32be, float64be, bool

@@ -33,7 +33,7 @@ public struct HeartRateMeasurement: Sendable, Equatable {
         }
     }
 
-    /// `{"bpm":…,"contact":…,"energy_kj":…,"rr_ms":[…]}` in exactly this key order (SPEC §2).
+    /// `{"bpm":…,"contact":…,"energy_kj":…,"rr_ms":[…]}` in exactly this key order (docs/configuration.md#codecs).
     public var json: JSONValue {
         .object([
             ("bpm", .int(bpm)),

@@ -1,6 +1,6 @@
 /// A JSON document, small enough to build events and payloads without Foundation.
 ///
-/// Objects keep their members in order (`[(String, JSONValue)]`) because SPEC §2 fixes the key order of
+/// Objects keep their members in order (`[(String, JSONValue)]`) because docs/configuration.md#codecs fixes the key order of
 /// the heart-rate payload and stable output makes retained messages comparable.
 public enum JSONValue: Sendable, Equatable {
     case null

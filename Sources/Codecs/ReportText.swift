@@ -1,6 +1,6 @@
 /// Text from outside (MQTT payloads, topics, device data) made safe to quote in a log line or a report: control
 /// characters are escaped (`\n`, `\r`, `\t`, `\xNN`, and `\u{…}` for line separators), so a payload cannot forge a
-/// line of its own in the journal, and the text is cut so a large payload cannot blow up every report (SPEC §6).
+/// line of its own in the journal, and the text is cut so a large payload cannot blow up every report (docs/security.md).
 /// Backslashes stay as they are, so escaping text that was already escaped (a codec error quoting a payload, then
 /// the report quoting the error) changes nothing.
 public enum ReportText {

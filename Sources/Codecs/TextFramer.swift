@@ -1,4 +1,4 @@
-/// Turns the chunks a `text` characteristic notifies into lines (SPEC §2).
+/// Turns the chunks a `text` characteristic notifies into lines (docs/configuration.md#codecs).
 ///
 /// BLE serial bridges (HM-10 and friends) deliver a line in arbitrary fragments of ≤ MTU−3 bytes, so bytes are
 /// buffered per channel until the delimiter arrives, which may itself be split across chunks.

@@ -1,4 +1,4 @@
-/// A validated configuration (SPEC §3) with every default resolved.
+/// A validated configuration (docs/configuration.md) with every default resolved.
 ///
 /// Equatable so a reload can tell which devices' configs did not change and leave them running.
 public struct BridgeConfig: Sendable, Equatable {
@@ -6,11 +6,11 @@ public struct BridgeConfig: Sendable, Equatable {
     public var bluetooth: BluetoothSettings
     public var homeassistant: HomeAssistantSettings
     public var devices: [DeviceConfig]
-    /// `state_dir`: where the bridge API saves devices (`devices.d/<name>.yaml`, SPEC §7).
+    /// `state_dir`: where the bridge API saves devices (`devices.d/<name>.yaml`, docs/bridge-api.md).
     public var stateDir: String
     /// `bridge_api`: whether `B/bridge/request/#` is served.
     public var bridgeAPI: Bool
-    /// `bridge:`: set when this bridge is one of a fleet sharing the broker (SPEC §10); nil for a lone bridge.
+    /// `bridge:`: set when this bridge is one of a fleet sharing the broker (docs/fleet.md); nil for a lone bridge.
     public var fleet: FleetSettings?
     /// `secrets_dir`: the only directory a device added over the bridge API may name a `passkey_file` in.
     public var secretsDir: String = BridgeConfig.defaultSecretsDir
@@ -36,9 +36,9 @@ public struct BridgeConfig: Sendable, Equatable {
 /// The `bluetooth:` section.
 public struct BluetoothSettings: Sendable, Equatable {
     /// `adapters:` (or the older `adapter: hciN`, a list of one); nil: every adapter BlueZ has, as they come and go
-    /// (SPEC §8).
+    /// (docs/adapters.md).
     public var adapters: [AdapterSetting]?
-    /// `default_agent`: the pairing agent also asks BlueZ to make it the default agent (SPEC §9).
+    /// `default_agent`: the pairing agent also asks BlueZ to make it the default agent (docs/pairing.md).
     public var defaultAgent: Bool = false
 
     public init(adapters: [AdapterSetting]? = nil) {

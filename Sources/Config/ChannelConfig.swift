@@ -21,7 +21,7 @@ public struct ChannelConfig: Sendable, Equatable {
     /// nil: with response if the characteristic allows it, else without.
     public var writeWithResponse: Bool?
     public var homeassistant: HomeAssistantComponent
-    /// How long a `set` waits for a disconnected device (SPEC §4).
+    /// How long a `set` waits for a disconnected device (docs/mqtt.md).
     public var commandTTL: Duration
     /// `text` framing of incoming data; empty means each notification is one message.
     public var delimiter: String
@@ -58,7 +58,7 @@ public struct ChannelConfig: Sendable, Equatable {
     public var codecKind: CodecKind { codec.kind }
     public var values: [(key: String, value: String)] { codec.values }
 
-    /// The channel's MQTT topic level (`C` in SPEC §4): the sanitised `topic` override, else the sanitised name.
+    /// The channel's MQTT topic level (`C` in docs/mqtt.md): the sanitised `topic` override, else the sanitised name.
     public var topicLevel: String { sanitizeTopicLevel(topic ?? name) }
 }
 
@@ -74,7 +74,7 @@ public enum HomeAssistantComponent: String, Sendable, CaseIterable {
     case light
     /// Each value is an action (a button press), not a state: announced as an `event` entity and as device triggers.
     case event
-    /// The same as `event` (SPEC §12): the name users of Home Assistant's automation editor look for.
+    /// The same as `event` (docs/home-assistant.md): the name users of Home Assistant's automation editor look for.
     case deviceTrigger = "device_trigger"
 
     /// Switches and lights are commanded, so they need a writable channel.

@@ -1,4 +1,4 @@
-/// Loads and validates a gattbridge config (SPEC §3).
+/// Loads and validates a gattbridge config (docs/configuration.md).
 public enum ConfigLoader {
     /// Reads `path` and parses it; `path` is used as written in every issue.
     public static func load(path: String) throws(ConfigErrors) -> BridgeConfig {

@@ -1,4 +1,4 @@
-/// `bluetooth.adapters` / `bluetooth.adapter` and the per-device `adapter` (SPEC §8).
+/// `bluetooth.adapters` / `bluetooth.adapter` and the per-device `adapter` (docs/adapters.md).
 extension ConfigValidator {
     /// A device's `adapter:` value as validated: `any` is nil, a bad value is `.invalid` (already reported).
     enum DeviceAdapter: Equatable {

@@ -1,4 +1,5 @@
-/// The top-level keys of the bridge API: `state_dir`, `bridge_api`, `secrets_dir`, `reply_prefix` and `bridge`.
+/// The top-level keys of the bridge API (docs/bridge-api.md): `state_dir`, `bridge_api`, `secrets_dir`, `reply_prefix`
+/// and `bridge`.
 extension ConfigValidator {
     static let bridgeKeys = ["state_dir", "bridge_api", "bridge", "secrets_dir", "reply_prefix"]
 

@@ -3,11 +3,11 @@ import Codecs
 
 extension ConfigValidator {
     static let deviceKeys = ["name", "address", "channels"]
-    /// Optional device keys (SPEC §8 `adapter`).
+    /// Optional device keys (docs/adapters.md `adapter`).
     static let optionalDeviceKeys = ["adapter"]
     /// `B/bridge/…` carries the bridge's own state, events and log.
     static let reservedDeviceLevels: Set<String> = ["bridge"]
-    /// Levels under `B/D/` that the bridge itself publishes (SPEC §4 availability, RSSI, and the fleet's `B/D/owner`
+    /// Levels under `B/D/` that the bridge itself publishes (docs/mqtt.md availability, RSSI, and the fleet's `B/D/owner`
     /// record, reserved with or without `bridge:` so a config can join a fleet unchanged).
     static let reservedChannelLevels: Set<String> = ["availability", "rssi", "owner"]
 

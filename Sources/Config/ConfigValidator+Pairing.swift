@@ -1,4 +1,4 @@
-/// The per-device pairing keys of SPEC §9: `pairing`, `passkey_file`, `passkey`.
+/// The per-device pairing keys of docs/pairing.md: `pairing`, `passkey_file`, `passkey`.
 extension ConfigValidator {
     static let pairingKeys = ["pairing", "passkey", "passkey_file"]
 

@@ -1,4 +1,4 @@
-/// Checks a YAML tree against SPEC §3 and builds the typed config, collecting every problem instead of
+/// Checks a YAML tree against docs/configuration.md and builds the typed config, collecting every problem instead of
 /// stopping at the first.
 struct ConfigValidator {
     let file: String

@@ -7,9 +7,9 @@ public struct DeviceConfig: Sendable, Equatable {
     public var channels: [ChannelConfig]
     /// Where the device is defined, so `device/remove` can refuse devices of the main config file.
     public var source: DeviceSource
-    /// `pairing` and its passkey (SPEC §9).
+    /// `pairing` and its passkey (docs/pairing.md).
     public var pairing: PairingConfig
-    /// `adapter: hciN` pins the device to one adapter; nil (`any`, the default) lets the bridge choose (SPEC §8).
+    /// `adapter: hciN` pins the device to one adapter; nil (`any`, the default) lets the bridge choose (docs/adapters.md).
     public var adapter: String?
 
     public init(name: String, address: BluetoothAddress, channels: [ChannelConfig],
@@ -30,7 +30,7 @@ public struct DeviceConfig: Sendable, Equatable {
             && lhs.adapter == rhs.adapter
     }
 
-    /// The device's MQTT topic level (`D` in SPEC §4).
+    /// The device's MQTT topic level (`D` in docs/mqtt.md).
     public var topicLevel: String { sanitizeTopicLevel(name) }
 }
 

@@ -6,7 +6,7 @@ import Glibc
 import Darwin
 #endif
 
-/// A config with its drop-ins: the devices the bridge API saved under `<state_dir>/devices.d/` (SPEC §7).
+/// A config with its drop-ins: the devices the bridge API saved under `<state_dir>/devices.d/` (docs/bridge-api.md).
 public struct LoadedConfig: Sendable {
     public var config: BridgeConfig
     /// Problems of drop-ins that were left out (each names its own file); the other devices are in `config`.

@@ -1,4 +1,4 @@
-/// The `bridge:` section (SPEC §10): this bridge's name in a fleet of bridges sharing one broker and base topic.
+/// The `bridge:` section (docs/fleet.md): this bridge's name in a fleet of bridges sharing one broker and base topic.
 ///
 /// A bridge is in a fleet exactly when the section is present. Without it nothing changes from a single bridge: the
 /// bridge state stays `B/bridge/state` and every device is this bridge's own. With it the state moves to

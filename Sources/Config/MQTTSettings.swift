@@ -13,7 +13,7 @@ public struct MQTTSettings: Sendable, Equatable, CustomStringConvertible {
     public var protocolVersion: MQTTProtocolVersion
     /// Seconds.
     public var keepalive: Int
-    /// `bridge.id` when the bridge is in a fleet (SPEC §10): it names the state topic the will goes to, so it lives
+    /// `bridge.id` when the bridge is in a fleet (docs/fleet.md): it names the state topic the will goes to, so it lives
     /// with the client's settings (a change needs a new client).
     public var bridgeID: String?
 

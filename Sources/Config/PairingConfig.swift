@@ -1,4 +1,4 @@
-/// How a device is paired (SPEC §9): `pairing: none | just_works | passkey` and, for `passkey`, its six digits from
+/// How a device is paired (docs/pairing.md): `pairing: none | just_works | passkey` and, for `passkey`, its six digits from
 /// `passkey_file` (preferred) or `passkey`.
 public enum PairingMode: String, Sendable, Equatable, CaseIterable {
     case none

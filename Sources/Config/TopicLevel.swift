@@ -1,4 +1,4 @@
-/// Makes a config name safe as one MQTT topic level (SPEC §4): `+`, `#`, `/` and every code point that libmosquitto
+/// Makes a config name safe as one MQTT topic level (docs/mqtt.md): `+`, `#`, `/` and every code point that libmosquitto
 /// refuses in a topic become `_` (wildcards, the separator, and what `mosquitto_validate_utf8` rejects: NUL, the C0
 /// and C1 control characters, DEL and the Unicode noncharacters U+FDD0–U+FDEF and U+nFFFE/U+nFFFF; a name with one
 /// of those used to pass `config check` while every publish for it failed), and leading `$` are removed (topics

@@ -2,7 +2,7 @@ internal import CDBus
 import Glibc
 
 /// A handler for one byte-array property of one object, run on the loop thread for every `PropertiesChanged` that
-/// carries it, ahead of the async subscriptions (SPEC's signal path: a characteristic's `Value`).
+/// carries it, ahead of the async subscriptions (the signal path: a characteristic's `Value`).
 ///
 /// It reads the message where libdbus holds it: the header fields are compared as C strings and the value is taken
 /// with one `dbus_message_iter_get_fixed_array`, so a notification costs one array, not a `DBusMessage` with five

@@ -7,7 +7,7 @@ import Glibc
 /// process and counts in its RSS. Once the daemon has settled, `MADV_DONTNEED` over its read-only, file-backed,
 /// private mappings (its own binary and the shared libraries) unmaps all of them; what the steady state runs faults
 /// back in at its next use — a minor fault, the page is still in the page cache — and the rest stays out, left to the
-/// kernel to reclaim when memory gets short. docs/MEMORY.md has the measurements.
+/// kernel to reclaim when memory gets short. docs/dev/MEMORY.md has the measurements.
 ///
 /// Not `MADV_PAGEOUT`: the kernel pages out file pages only for a process that owns or may write the file, and the
 /// installed daemon (user `gattbridge`) can do neither to `/usr/bin/gattbridge`, so there it would release nothing;

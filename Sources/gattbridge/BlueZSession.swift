@@ -5,7 +5,7 @@ import Durations
 import Logging
 
 /// The common start of every Bluetooth command: system bus → BlueZ → adapter, then (for device commands) find,
-/// connect and resolve the device. Every failure becomes a `CLIFailure` with the SPEC §1 exit code.
+/// connect and resolve the device. Every failure becomes a `CLIFailure` with the docs/cli.md exit code.
 struct BlueZSession: Sendable {
     let client: BlueZClient
     let adapter: AdapterInfo

@@ -5,7 +5,7 @@ struct ConfigCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "config",
         abstract: "Work with the configuration file.",
-        subcommands: [ConfigCheckCommand.self]
+        subcommands: [ConfigCheckCommand.self, ConfigSchemaCommand.self]
     )
 }
 
@@ -34,5 +34,18 @@ struct ConfigCheckCommand: ParsableCommand {
         }
         Terminal.err(loaded.warnings(file: config).map { "\($0)\n" }.joined())
         Terminal.out("ok\n")
+    }
+}
+
+/// The config's JSON Schema for editors (docs/configuration.md#editor-support); `config check` stays the verdict.
+struct ConfigSchemaCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "schema",
+        abstract: "Print the config file's JSON Schema (draft 2020-12), for editors that validate YAML as you type.",
+        discussion: "Point the YAML language server at it with a first line in config.yaml: # yaml-language-server: $schema=<file>. Rules that span keys and files that must exist are checked by config check alone."
+    )
+
+    func run() throws {
+        Terminal.out(ConfigSchema.text)
     }
 }

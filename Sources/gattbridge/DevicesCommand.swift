@@ -9,7 +9,7 @@ import MQTT
 import Glibc
 #endif
 
-/// `gattbridge devices list|add|remove`: the bridge API (SPEC §7) of a running daemon, from a shell.
+/// `gattbridge devices list|add|remove`: the bridge API (docs/bridge-api.md) of a running daemon, from a shell.
 struct DevicesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "devices",

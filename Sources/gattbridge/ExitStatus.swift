@@ -1,6 +1,6 @@
 import BlueZ
 
-/// The exit codes of SPEC §1 (the sysexits.h values scripts already know).
+/// The exit codes of docs/cli.md (the sysexits.h values scripts already know).
 enum ExitStatus {
     static let success: Int32 = 0
     static let usage: Int32 = 64

@@ -18,11 +18,12 @@ struct GattBridge: AsyncParsableCommand {
             DevicesCommand.self,
             PairCommand.self,
             UnpairCommand.self,
+            AdvertsCommand.self,
         ]
     )
 
     /// ArgumentParser's own `main` prints usage errors over several lines; here every error is one line on stderr
-    /// ("gattbridge: …") with the SPEC §1 exit code, while help and version still go to stdout.
+    /// ("gattbridge: …") with the docs/cli.md exit code, while help and version still go to stdout.
     static func execute() async -> Never {
         let code: Int32
         do {

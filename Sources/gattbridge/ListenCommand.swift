@@ -148,7 +148,7 @@ struct NotificationPrinter: Sendable {
         do {
             return try codec.decode(bytes)
         } catch {
-            // One bad notification is that message's problem alone (SPEC §2): report it and keep listening.
+            // One bad notification is that message's problem alone (docs/configuration.md#codecs): report it and keep listening.
             Terminal.error("\(context): codec \(codec.kind) cannot decode \(ValuePresentation.hex(bytes)): \(error.message)")
             return nil
         }

@@ -147,7 +147,7 @@ struct PairCommand: AsyncParsableCommand {
         }
     }
 
-    /// SPEC §9: 69 only when the device is not there, 75 for every failure or refusal of the pairing itself.
+    /// docs/pairing.md: 69 only when the device is not there, 75 for every failure or refusal of the pairing itself.
     private static func pairExitCode(_ error: BlueZError) -> Int32 {
         switch error {
         case .doesNotExist, .unknownObject, .deviceNotFound, .bluezUnavailable, .adapterNotFound, .serviceUnknown:

@@ -5,7 +5,7 @@ import Logging
 import Systemd
 import UnixSignals
 
-/// `gattbridge run`: the daemon (SPEC §3–§5).
+/// `gattbridge run`: the daemon (docs/configuration.md and docs/mqtt.md and docs/operating.md).
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
@@ -28,7 +28,7 @@ struct RunCommand: AsyncParsableCommand {
         do throws(ConfigErrors) {
             let loaded = try ConfigLoader.loadWithDropIns(path: config)
             bridgeConfig = loaded.config
-            // A broken drop-in costs its own device only (SPEC §7).
+            // A broken drop-in costs its own device only (docs/bridge-api.md).
             for issue in loaded.skipped { logger.error("\(issue); device skipped") }
         } catch {
             Terminal.err(error.issues.map { "\($0)\n" }.joined())

@@ -11,7 +11,7 @@ struct WriteCommand: AsyncParsableCommand {
         discussion: """
             VALUE is encoded by the codec first; a value it rejects ends the command with exit code 65 before \
             anything connects. With --codec text the delimiter is appended and the bytes are split to fit the MTU \
-            (SPEC §2), each piece written in order.
+            (MTU − 3 bytes a piece), each piece written in order.
             """
     )
 

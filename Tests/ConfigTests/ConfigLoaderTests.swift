@@ -8,7 +8,7 @@ import Glibc
 #endif
 
 @Suite struct ConfigLoaderTests {
-    /// SPEC §3 verbatim.
+    /// docs/configuration.md verbatim.
     static let specExample = """
     mqtt:
       host: localhost            # default localhost

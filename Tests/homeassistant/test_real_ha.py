@@ -61,7 +61,7 @@ def device_named(ha, name: str) -> list[dict]:
 
 def test_a_device_announced_while_home_assistant_runs_shows_its_first_value_at_once(
         bench, run_gattbridge, mosquitto, mqtt, peripheral, home_assistant, wait_until, tmp_path):
-    """SPEC §12: the first polled value of a new device reaches an already running Home Assistant within 3 s, not
+    """docs/home-assistant.md: the first polled value of a new device reaches an already running Home Assistant within 3 s, not
     only at the next poll (every 300 s here)."""
     ha = home_assistant()
     peripheral("led")
@@ -139,7 +139,7 @@ def test_button_entities_and_triggers_are_registered_and_removal_clears_them(
 
 def test_the_bridge_itself_is_a_device_with_diagnostic_sensors(
         bench, run_gattbridge, mosquitto, mqtt, home_assistant, wait_until, tmp_path):
-    """SPEC §8: Home Assistant shows one `gattbridge bridge <hostname>` device with diagnostic sensors (devices
+    """docs/adapters.md: Home Assistant shows one `gattbridge bridge <hostname>` device with diagnostic sensors (devices
     online, buffered and dropped messages, one state per adapter), whose states it reads from the bridge's retained
     topics."""
     ha = home_assistant()

@@ -121,7 +121,7 @@ def _number(x: float) -> str:
 
 
 def heart_rate_payload(i: int) -> str:
-    """The exact payload SPEC §2 prescribes for heart-rate notification i: key order bpm, contact, energy_kj, rr_ms."""
+    """The exact payload docs/configuration.md#codecs prescribes for heart-rate notification i: key order bpm, contact, energy_kj, rr_ms."""
     e = heart_rate.expected_json(i)
     contact = "null" if e["contact"] is None else ("true" if e["contact"] else "false")
     energy = "null" if e["energy_kj"] is None else str(e["energy_kj"])
@@ -164,7 +164,7 @@ def without_redeliveries(sequence: list, max_run: int = 25) -> tuple[list, int]:
 
 
 def wait_log(mqtt, bridge: Bridge, topic: str, timeout: float = 10.0, since: int = 0) -> dict:
-    """The B/bridge/log error about `topic`, checked for SPEC §4's exact shape."""
+    """The B/bridge/log error about `topic`, checked for docs/mqtt.md's exact shape."""
     msg = mqtt.wait_for(bridge.log, lambda m: m.json().get("topic") == topic, timeout, since)
     entry = msg.json()
     assert list(entry) == ["level", "message", "topic"], entry

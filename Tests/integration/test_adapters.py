@@ -1,4 +1,4 @@
-"""Several adapters (SPEC §8) on the simulated bench: failover when the central adapter is powered off or removed,
+"""Several adapters (docs/adapters.md) on the simulated bench: failover when the central adapter is powered off or removed,
 `max_connections`, and a wedged adapter healed by the recovery ladder (bench/bluezoo_patched.py patch 8's switch).
 
 The bench's central is hci0; each test adds a second central adapter next to the peripherals' own adapters, and

@@ -1,4 +1,4 @@
-"""The bridge daemon end to end (SPEC §2–§4): `gattbridge run` against the simulated bench and a real mosquitto.
+"""The bridge daemon end to end (docs/configuration.md#codecs and docs/configuration.md and docs/mqtt.md): `gattbridge run` against the simulated bench and a real mosquitto.
 
 Every test writes its own config with peripherals at addresses the demo config does not use, under a two-level
 base topic (bridge_helpers.BASE). Waits are conditions with deadlines.
@@ -61,7 +61,7 @@ def test_values_flow_on_spec_topics(run_gattbridge, peripheral, mosquitto, mqtt,
     bridge.wait_online(mqtt, "strap")
     bridge.wait_online(mqtt, "serial-mod")
 
-    # Heart rate: notification i of the subscription, exactly as SPEC §2 spells it, in order.
+    # Heart rate: notification i of the subscription, exactly as docs/configuration.md#codecs spells it, in order.
     wait_until(lambda: len(heart_rate_messages(mqtt, bridge)) >= 10, 15, "fewer than 10 heart-rate messages")
     got = heart_rate_messages(mqtt, bridge)[:10]
     assert got == [heart_rate_payload(i) for i in range(10)]
@@ -110,7 +110,7 @@ def test_values_flow_on_spec_topics(run_gattbridge, peripheral, mosquitto, mqtt,
 def test_led_on_off_reaches_the_peripheral_and_reads_back(run_gattbridge, peripheral, mosquitto, mqtt, tmp_path):
     lamp = peripheral("led", LAMP)
     lamp.wait_for({"event": "state", "led": "00"})
-    # A device name that needs sanitising and a channel with a `topic` override (SPEC §4).
+    # A device name that needs sanitising and a channel with a `topic` override (docs/mqtt.md).
     config = lamp_device("$desk/lamp #1", interval=1)
     config["channels"][0]["topic"] = "light+state"
     bridge = start_bridge(run_gattbridge, tmp_path, mosquitto, [config])
@@ -172,7 +172,7 @@ def test_text_set_is_written_in_mtu_sized_chunks_with_the_delimiter(run_gattbrid
     bridge.wait_online(mqtt, "gadget")
 
     # What BlueZ(oo) tells gattbridge: the HM-10 and the first gadget characteristic expose an MTU property; for the
-    # other one the chunk size is MTU − 3 if BlueZoo reports one, else 20 (SPEC §2).
+    # other one the chunk size is MTU − 3 if BlueZoo reports one, else 20 (docs/configuration.md#codecs).
     def chunk_size(address, uuid):
         mtu = central.char_properties(address, uuid).get("MTU")
         return mtu - 3 if mtu else 20
@@ -252,7 +252,7 @@ def test_malformed_commands_are_logged_while_notifications_keep_flowing(run_gatt
         (bridge.topic("serial-mod", "serial", "set"), b"ok \xff\xfe"),  # invalid UTF-8
         (bridge.topic("lamp", "led", "set"), b"\xc3("),                 # invalid UTF-8 for a hex channel
     ]
-    # Each is reported, except that SPEC §6 allows 10 reports a second: the rest are summed up in one line.
+    # Each is reported, except that docs/security.md allows 10 reports a second: the rest are summed up in one line.
     burst = mqtt.mark()
     reported = 0
     for topic, payload in bad:

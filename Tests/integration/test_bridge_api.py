@@ -1,4 +1,4 @@
-"""The bridge API (SPEC §7): devices managed at runtime over MQTT, saved as drop-ins under `state_dir`, MQTT 5
+"""The bridge API (docs/bridge-api.md): devices managed at runtime over MQTT, saved as drop-ins under `state_dir`, MQTT 5
 request/response for commands. Each test writes its own config (with `state_dir` in its tmp_path) and talks to the
 daemon with paho; waits are conditions with deadlines.
 """
@@ -231,7 +231,7 @@ def test_cli_devices_list_add_remove(bench, run_gattbridge, peripheral, mosquitt
 
 def test_set_with_a_response_topic_is_confirmed_after_the_write(bench, run_gattbridge, peripheral, mosquitto, mqtt,
                                                                  tmp_path):
-    """SPEC §7 command results: `ok` on the MQTT 5 Response Topic once the LED really changed, `error` for a command
+    """docs/bridge-api.md command results: `ok` on the MQTT 5 Response Topic once the LED really changed, `error` for a command
     that expired while its device was away; both with the request's Correlation Data. Also an API request answered
     on its Response Topic."""
     from paho.mqtt.packettypes import PacketTypes

@@ -1,4 +1,4 @@
-"""The gattbridge tools (SPEC §1): scan, inspect, read, write, listen and config check, run as the real binary
+"""The gattbridge tools (docs/cli.md): scan, inspect, read, write, listen and config check, run as the real binary
 against the simulated bench (private dbus-daemon, BlueZoo, simulated peripherals)."""
 
 from __future__ import annotations

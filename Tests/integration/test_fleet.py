@@ -1,4 +1,4 @@
-"""Several bridges on one broker (SPEC §10, issue 16): each `gattbridge run` has its own central adapter on one
+"""Several bridges on one broker (docs/fleet.md, issue 16): each `gattbridge run` has its own central adapter on one
 BlueZoo, so all of them hear the same peripherals; the bench's per-adapter RSSI control (bluezoo_patched.py) says
 how well. Every device must end with exactly one owner, values must not be published twice, a SIGKILLed owner's
 devices come back through another bridge within 30 s, a moved peripheral is handed over once, without flapping
@@ -25,7 +25,7 @@ from bridge_helpers import BASE, Bridge, assert_consecutive, channel, device, he
 STRAP = "C0:FF:EE:00:06:01"
 SERIAL = "C0:FF:EE:00:06:02"
 CENTRALS = [CENTRAL_ADDRESS, "00:00:00:00:0B:02", "00:00:00:00:0B:03"]
-HANDOVER_AFTER = 4          # seconds; the default 30 s only makes the test slower (README: test-only lowering)
+HANDOVER_AFTER = 4          # seconds; the default 30 s only makes the test slower (docs/configuration.md: test-only lowering)
 
 
 def strap_device() -> dict:
@@ -261,7 +261,7 @@ def retained(mosquitto, topic: str):
 
 def test_an_owner_back_after_its_will_fired_leaves_the_device_to_the_new_owner(
         bench, run_gattbridge, peripheral, mosquitto, mqtt, wait_until, tmp_path):
-    """SPEC §10, the race "an owner that returns after its will fired": a is frozen (SIGSTOP) past 1.5 × keepalive,
+    """docs/fleet.md, the race "an owner that returns after its will fired": a is frozen (SIGSTOP) past 1.5 × keepalive,
     so the broker fires its will while a still has the device connected; b takes the device over. When a runs
     again it reconnects, listens, finds b's record and gives the device up silently: it neither says its stale
     `online` again nor puts `offline` over b's `online`."""

@@ -1,4 +1,4 @@
-"""Fleet ownership when the owner cannot connect (SPEC §10 with §8): an owner whose radio is powered off, wedged or
+"""Fleet ownership when the owner cannot connect (docs/fleet.md with docs/adapters.md): an owner whose radio is powered off, wedged or
 full keeps the device offline unless it gives it up. It reports that it cannot reach the device after
 `bridge.unreachable_after`, and a bridge that hears the device then asks for it (the usual hysteresis) and gets it.
 A bridge whose adapters have no room for a device does not claim it.
@@ -11,7 +11,7 @@ import json
 from test_adapters import set_powered
 from test_fleet import SERIAL, STRAP, Fleet, serial_device, strap_device, wait_single_owner
 
-UNREACHABLE_AFTER = 3       # seconds; default 60 (README: test-only lowering, like handover_after)
+UNREACHABLE_AFTER = 3       # seconds; default 60 (docs/configuration.md: test-only lowering, like handover_after)
 
 
 def strap_owned_by_a(bench, run_gattbridge, peripheral, mosquitto, mqtt, wait_until, tmp_path, devices,

@@ -349,7 +349,7 @@ def test_report_raises_with_every_error():
     assert "unit 'V'" in str(raised.value) and "command_topic" in str(raised.value)
 
 
-# ---------------------------------------------------------------- event entities and device triggers (SPEC §12)
+# ---------------------------------------------------------------- event entities and device triggers (docs/home-assistant.md)
 
 BUTTON = ("remote", "C0:FF:EE:00:00:05")
 EVENT_TOPIC = "homeassistant/event/gattbridge_C0FFEE000005/button/config"

@@ -1,4 +1,4 @@
-"""Hardening of the command side and of discovery cleanup (issue 12, SPEC §6): each test reproduces an attack or a
+"""Hardening of the command side and of discovery cleanup (issue 12, docs/security.md): each test reproduces an attack or a
 careless operator's mistake that the daemon used to mishandle.
 
 Waits are conditions with deadlines.
@@ -169,7 +169,7 @@ def test_stale_cleanup_clears_only_this_bridges_own_configs(run_gattbridge, peri
 
 def test_reload_with_new_mqtt_settings_hands_the_offline_buffer_over(run_gattbridge, bench, peripheral, wait_until,
                                                                     tmp_path):
-    """Values buffered while the broker is down survive a reload that replaces the MQTT client (SPEC §4: buffered
+    """Values buffered while the broker is down survive a reload that replaces the MQTT client (docs/mqtt.md: buffered
     in order and delivered after reconnection)."""
     from bench.bench import persistent_broker_config
     from bridge_helpers import persistent_subscriber

@@ -1,4 +1,4 @@
-"""Home Assistant MQTT discovery end to end (SPEC §4), plus the bridge's event and log topics.
+"""Home Assistant MQTT discovery end to end (docs/mqtt.md), plus the bridge's event and log topics.
 
 The real daemon runs the bench demo config (config/demo.yaml, with the test broker's port) against the three demo
 peripherals at their default addresses and a real mosquitto. Home Assistant is played by a client that subscribes to
@@ -27,7 +27,7 @@ from ha_validator import ValidationReport, render_value_template, validate_disco
 
 DEMO_CONFIG = REPO / "config" / "demo.yaml"
 PREFIX = "homeassistant"
-# The node of the bridge's own device (SPEC §8): `gattbridge_bridge_<hostname>`; its configs are checked on their own.
+# The node of the bridge's own device (docs/adapters.md): `gattbridge_bridge_<hostname>`; its configs are checked on their own.
 BRIDGE_NODE = "gattbridge_bridge_"
 BASE = "gattbridge"
 SENTINEL = f"{PREFIX}/test_sentinel"     # two levels: matches neither Home Assistant's nor the bridge's config filter
@@ -114,7 +114,7 @@ def unquote(value: str) -> str:
 
 
 def components(channel: Channel) -> list[str]:
-    """The Home Assistant platforms a channel is announced as (docs/ARCHITECTURE.md, Home Assistant discovery API)."""
+    """The Home Assistant platforms a channel is announced as (docs/dev/ARCHITECTURE.md, Home Assistant discovery API)."""
     announced = channel.keys.get("homeassistant", "sensor")
     writable = channel.keys.get("writable") == "true"
     codec = channel.keys["codec"]
@@ -289,7 +289,7 @@ def test_every_channel_and_device_has_one_valid_config(bench, run_gattbridge, ga
         assert all(a.get("payload_available", "online") == "online"
                    and a.get("payload_not_available", "offline") == "offline" for a in config["availability"])
         assert config["availability_mode"] == "all", config
-        # SPEC §4 topics.
+        # docs/mqtt.md topics.
         if channel is None:
             assert config["state_topic"] == demo.topic(device.name, "rssi")
             assert config["entity_category"] == "diagnostic" and config["device_class"] == "signal_strength"
@@ -537,7 +537,7 @@ def test_bridge_events_and_rejected_commands(bench, run_gattbridge, mosquitto, m
     assert sequence[0] == "disconnected" and sequence[-1] == "connected", sequence
     assert set(sequence) <= {"disconnected", "reconnect_attempt", "error", "connected"}, sequence
 
-    # Rejected commands (SPEC §4): each reported on B/bridge/log with the command's topic.
+    # Rejected commands (docs/mqtt.md): each reported on B/bridge/log with the command's topic.
     for topic, payload in ((demo.topic("desk-led", "led", "set"), "BLINK"),                   # bad payload
                            (demo.topic("desk-led", "nope", "set"), "ON"),                     # unknown channel
                            (demo.topic("heart-rate-strap", "battery", "set"), "50")):         # not writable
@@ -553,7 +553,7 @@ def test_bridge_events_and_rejected_commands(bench, run_gattbridge, mosquitto, m
     demo.bridge.assert_running()
 
 
-# --- 7. buttons: an event entity and device triggers (SPEC §12) -------------------------------------------------------
+# --- 7. buttons: an event entity and device triggers (docs/home-assistant.md) -------------------------------------------------------
 
 BUTTON_ADDRESS = "C0:FF:EE:00:00:05"
 BUTTON_NODE = "gattbridge_C0FFEE000005"
@@ -665,7 +665,7 @@ def test_button_presses_are_published_as_events(bench, run_gattbridge, mosquitto
         assert message.text == json.dumps({"event_type": name}, separators=(",", ":"))
         # Home Assistant's event entity takes it, and exactly one trigger fires.
         bridge.validate_remote(configs).raise_if_invalid()
-    # A value outside `values` is its own event type (SPEC §12).
+    # A value outside `values` is its own event type (docs/home-assistant.md).
     mark = mqtt.mark()
     remote.notify(button.CHARACTERISTIC, b"\x7f")
     assert mqtt.wait_for(state, None, 5, since=mark).json() == {"event_type": "7f"}
@@ -674,7 +674,7 @@ def test_button_presses_are_published_as_events(bench, run_gattbridge, mosquitto
     bridge.bridge.assert_running()
 
 
-# --- the bridge's own device (SPEC §8) ------------------------------------------------------------------------------
+# --- the bridge's own device (docs/adapters.md) ------------------------------------------------------------------------------
 
 def test_the_bridge_itself_is_a_device_with_diagnostic_sensors(bench, run_gattbridge, mosquitto, mqtt,
                                                                demo_peripherals, tmp_path):

@@ -1,5 +1,5 @@
 """Hardening of the lower layers, end to end (issue 12): empty notifications on the AcquireNotify socket, and
-oversize MQTT packets (SPEC §6) against the daemon's memory."""
+oversize MQTT packets (docs/security.md) against the daemon's memory."""
 
 from __future__ import annotations
 

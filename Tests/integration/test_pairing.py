@@ -1,4 +1,4 @@
-"""Pairing on the bench (SPEC §9). BlueZoo models `AgentManager1` and a just-works `Device1.Pair` (it pairs only when
+"""Pairing on the bench (docs/pairing.md). BlueZoo models `AgentManager1` and a just-works `Device1.Pair` (it pairs only when
 the default agent is NoInputNoOutput and never calls the agent), so here: just-works pairing before connecting, and
 the D-Bus side of the daemon's `org.bluez.Agent1` (answers for the right devices, `Rejected` for the rest, updated on
 reload and by `device/add`). Passkeys, refused pairings and bonds across restarts run against real BlueZ

@@ -1,4 +1,4 @@
-"""`gattbridge run` under systemd (SPEC §5), with a real notify socket: a Unix datagram socket read by the test, its
+"""`gattbridge run` under systemd (docs/operating.md), with a real notify socket: a Unix datagram socket read by the test, its
 path in NOTIFY_SOCKET and WATCHDOG_USEC set for the daemon. READY/STATUS/WATCHDOG/STOPPING/RELOADING, the watchdog's
 liveness (it stops when the bench's dbus-daemon is frozen, and not when a dependency is away), SIGTERM, SIGHUP reloads
 with a config diff, and journald-style logging."""

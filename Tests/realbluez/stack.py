@@ -1,6 +1,6 @@
 """The real Bluetooth stack inside the QEMU guest: dbus-daemon, btvirt (emulated LE controllers on one shared
 emulated air), bluetoothd, and optionally btmon. Only `scripts/realbluez/guest.sh` runs this (see
-docs/REAL-BLUEZ.md); it needs the kernel's hci_vhci and root.
+docs/dev/REAL-BLUEZ.md); it needs the kernel's hci_vhci and root.
 
 btvirt -L -l6 gives six LE-only controllers in ONE process (two btvirt processes never hear each other):
 hci0 is the central (gattbridge), hci1..hci3 are one simulated peripheral each, as on the BlueZoo bench, so

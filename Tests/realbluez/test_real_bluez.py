@@ -1,7 +1,7 @@
 """gattbridge against the real bluetoothd (BlueZ 5.66) and the kernel's Bluetooth stack, on btvirt's emulated
 LE controllers inside a QEMU guest. The scenarios share one guest boot and run in file order: the tools first
 (while nothing is connected), then the daemon, which stays up through a link loss and a bluetoothd crash.
-Every assertion is on what gattbridge prints or publishes over MQTT; see docs/REAL-BLUEZ.md.
+Every assertion is on what gattbridge prints or publishes over MQTT; see docs/dev/REAL-BLUEZ.md.
 """
 
 from __future__ import annotations
@@ -251,7 +251,7 @@ def test_link_loss_goes_offline_and_reconnects_by_itself(stack, bridge, mqtt, pe
     record("power_on_to_online", time.monotonic() - t1)
     # Notifications resume, consecutive and intact. Not always from the start of the strap's sequence:
     # bluetoothd 5.66 does not always hang up the strap's AcquireNotify socket when its adapter powers off, and
-    # the strap then takes the new subscription for a second one and goes on counting (docs/REAL-BLUEZ.md).
+    # the strap then takes the new subscription for a second one and goes on counting (docs/dev/REAL-BLUEZ.md).
     assert_consecutive_heart_rate(heart_rate_json(mqtt, 4, since=back))
     assert_bridge_stayed_online(mqtt, mark)
     toggle_led(mqtt, peripherals, "OFF", "00")
@@ -265,7 +265,7 @@ def placed_on(mqtt, adapter: str, timeout: float, since: int) -> None:
 
 
 def test_central_controller_powered_off_fails_over_to_the_second_central(stack, bridge, mqtt, peripherals):
-    """SPEC §8: the central carrying the strap is powered off in the kernel (btmgmt); every device reconnects
+    """docs/adapters.md: the central carrying the strap is powered off in the kernel (btmgmt); every device reconnects
     through the other one. (Both centrals listen for a missing device, so at start a device goes through whichever
     heard it first.)"""
     listing = mqtt.wait_for(f"{BASE}/bridge/devices", lambda m: all(d["state"] == "online" for d in m.json()), 60)

@@ -1,4 +1,4 @@
-"""Pairing against the real bluetoothd (SPEC §9): real SMP with a passkey between two btvirt controllers, hci0
+"""Pairing against the real bluetoothd (docs/pairing.md): real SMP with a passkey between two btvirt controllers, hci0
 (gattbridge) and hci5 (bench.peripherals.secure: a characteristic that needs an authenticated link, and an agent
 that demands the passkey). Runs after test_real_bluez.py, once its daemon has stopped: the secure peripheral
 becomes bluetoothd's default agent, which must not disturb the other scenarios.

@@ -1,5 +1,5 @@
 """A peripheral with a resolvable private address, and the "set pairing" hint, against the real bluetoothd
-(SPEC §9). The `secure` peripheral runs on hci5 once test_real_pairing.py (file order) is done with it, now with
+(docs/pairing.md). The `secure` peripheral runs on hci5 once test_real_pairing.py (file order) is done with it, now with
 privacy on (`btmgmt privacy on IRK` while powered off): the kernel advertises with a resolvable private address
 (RPA) and, once bonded, hands the central its IRK and its identity address (hci5's public address).
 
@@ -26,7 +26,7 @@ from conftest import LOG_DIR, READVERTISE_S, WORKDIR, record
 # Off in `make test` (REALBLUEZ_PRIVACY=0), on in `make test-realbluez`: in two of the last three CI runs the guest's
 # bluetoothd 5.66, which plays both roles here, stalled around the private-address bond (an ATT request between its
 # own roles left to its 30 s timeout, a kernel oops, then a scan that sees only the identity object), and a rerun of
-# the tier met it again. docs/REAL-BLUEZ.md has the observations.
+# the tier met it again. docs/dev/REAL-BLUEZ.md has the observations.
 pytestmark = pytest.mark.skipif(os.environ.get("REALBLUEZ_PRIVACY", "1") != "1",
                                 reason="REALBLUEZ_PRIVACY=0: the private-address scenarios are not part of this run")
 

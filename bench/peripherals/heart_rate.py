@@ -54,7 +54,7 @@ class Measurement:
 
     @property
     def contact(self) -> Optional[bool]:
-        """SPEC §2: null when contact is not supported (bit 2 clear), else whether it is detected (bit 1)."""
+        """docs/configuration.md#codecs: null when contact is not supported (bit 2 clear), else whether it is detected (bit 1)."""
         if not self.contact_bits & 0b10:
             return None
         return bool(self.contact_bits & 0b01)

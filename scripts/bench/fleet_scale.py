@@ -1,4 +1,4 @@
-"""`make bench-fleet` (also run by `make bench`): the fleet at scale (SPEC §10, issue 16). Three `gattbridge run`
+"""`make bench-fleet` (also run by `make bench`): the fleet at scale (docs/fleet.md, issue 16). Three `gattbridge run`
 instances, each with its own central adapter on one BlueZoo, share one mosquitto and 30 simulated LED peripherals,
 each heard by each bridge at a random RSSI (the bench's per-adapter RSSI control). Checks and measures:
 
@@ -149,7 +149,7 @@ def main() -> int:
         times = sorted(back.values())
         late = sorted(n for n, t in back.items() if t > 30)
         if late:
-            failures.append(f"online again more than 30 s after the will (SPEC §10): {late}")
+            failures.append(f"online again more than 30 s after the will (docs/fleet.md): {late}")
         result = {
             "machine": machine(),
             "bridges": len(ids), "devices": len(names), "seed": args.seed,

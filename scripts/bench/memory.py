@@ -9,7 +9,7 @@ back). The numbers are printed, never asserted.
     .venv/bin/python scripts/bench/memory.py [--idle-seconds 15] [--burst 5000] [--json out.json]
 
 GATTBRIDGE_BIN chooses the binary (default: .build-release, what `make bench-build` makes); the daemon inherits the
-environment, so e.g. GATTBRIDGE_NO_TRIM=1 measures it without its start-up page trim (docs/MEMORY.md).
+environment, so e.g. GATTBRIDGE_NO_TRIM=1 measures it without its start-up page trim (docs/dev/MEMORY.md).
 """
 
 from __future__ import annotations

@@ -282,7 +282,7 @@ def alternate(world: World, runner: Runner, rounds: int, seconds: float) -> dict
         since = world.mqtt.mark()
         gb = world.start_gattbridge()
         world.wait_online(timeout=60, since=since)
-        # Past the start-up page trim (5 s after every device came online; README "Idle memory"), whose code
+        # Past the start-up page trim (5 s after every device came online; docs/performance.md, "Idle memory"), whose code
         # pages fault back in once afterwards: in a round that straddles it, that one-time cost is in the figures.
         time.sleep(8)
         subject = Subject("gattbridge", gb, {"fd": world.fd, "sig": world.sig},

@@ -18,13 +18,13 @@
 # machine's /etc/apt/sources.list*.
 #
 # lintian warnings that stay (neither is an error; lintian 2.116, bookworm):
-#   - no-manual-page: gattbridge has no man page; `gattbridge --help` (every subcommand has one) and README.md are
+#   - no-manual-page: gattbridge has no man page; `gattbridge --help` (every subcommand has one) and the guide in docs/ are
 #     its documentation.
-#   - wrong-name-for-changelog-of-native-package: SPEC §11 names /usr/share/doc/gattbridge/changelog.Debian.gz. The
+#   - wrong-name-for-changelog-of-native-package: docs/install.md names /usr/share/doc/gattbridge/changelog.Debian.gz. The
 #     package is native (its version is exactly what `gattbridge --version` prints, no Debian revision), for which
 #     policy 12.7 would name it changelog.gz.
 # With -I --pedantic it adds only informational tags: hardening-no-bindnow (the release link flags are chosen for the
-# idle daemon's memory and start, docs/MEMORY.md), hardening-no-fortify-functions (_FORTIFY_SOURCE is for C, and
+# idle daemon's memory and start, docs/dev/MEMORY.md), hardening-no-fortify-functions (_FORTIFY_SOURCE is for C, and
 # gattbridge has no C sources), binary-has-unneeded-section .comment, spelling-error-in-binary (strings in the
 # Swift runtime, not ours) and package-supports-alternative-init-but-no-init.d-script (the daemon is a Type=notify
 # service: systemd only).
@@ -58,14 +58,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # --- 1. lintian -------------------------------------------------------------------------------------------------
-log "lintian $DEB"
-# Exit status 1: an error tag; anything else non-zero: lintian itself failed. Both fail the test.
-set +e
-lintian_out="$(lintian --fail-on error "$DEB" 2>&1)"
-lintian_rc=$?
-set -e
-grep -v '^running with root privileges is not recommended!$' <<<"$lintian_out" >&2 || true
-[ "$lintian_rc" -eq 0 ] || fail "lintian exited $lintian_rc"
+bash "$REPO/scripts/deb/lintian.sh" "$DEB" || fail "lintian"
 t_lintian=$(($(date +%s) - started))
 
 # --- 2. a fresh Debian 12 root ------------------------------------------------------------------------------------

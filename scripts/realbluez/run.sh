@@ -2,7 +2,7 @@
 # gattbridge against the real BlueZ: boots a QEMU guest (TCG, Debian's 6.1 kernel) whose four emulated LE
 # controllers (btvirt -L -l4, one shared emulated air) are driven by the real bluetoothd, and runs the scenarios
 # in Tests/realbluez there: gattbridge on hci0, the bench's peripherals on hci1..hci3, mosquitto.
-# See docs/REAL-BLUEZ.md. Usage (from `make test-realbluez`, which builds the binary and the venv first):
+# See docs/dev/REAL-BLUEZ.md. Usage (from `make test-realbluez`, which builds the binary and the venv first):
 #
 #   scripts/realbluez/run.sh
 #
@@ -123,7 +123,7 @@ attempt() {
     return "$rc"
 }
 
-# The guest's own stack fails now and then in ways that are not gattbridge's (docs/REAL-BLUEZ.md):
+# The guest's own stack fails now and then in ways that are not gattbridge's (docs/dev/REAL-BLUEZ.md):
 # - Debian 12's guest kernel (6.1) sometimes corrupts a list in hci_chan_del when a bonded device reconnects right
 #   after a bluetoothd restart, an oops that takes bluetoothd with it;
 # - bluetoothd 5.66, which plays both the central and the peripherals here, sometimes leaves an ATT request between

@@ -22,7 +22,7 @@ Faults, one every SOAK_FAULT_INTERVAL seconds (default 20, ±30 % jitter), in a 
   get_flood    2,000 `get`s at once on the HM-10's channel: coalesced (one read pending), a command right after
                them still makes its round trip
   adapter_off  the central adapter the devices use is powered off (Adapter1.Powered): every device reconnects
-               through the second central adapter (SPEC §8); the first is powered on again afterwards
+               through the second central adapter (docs/adapters.md); the first is powered on again afterwards
   birth_flood  20,000 Home Assistant birth messages (`homeassistant/status` `online`) at QoS 0: coalesced into a
                few republishes; the daemon's RSS stays below 64 MB and a command right after still makes its round trip
   forged_fleet_record  what any broker client could write on the fleet's topics: a handover request from a bridge
@@ -153,7 +153,7 @@ class Soak:
         b.brokers.append(self.broker)
         self.broker.start()
         self.world.broker = self.broker
-        # A second central adapter for the adapter faults (SPEC §8), listed with hci0 (BlueZoo's peripherals are
+        # A second central adapter for the adapter faults (docs/adapters.md), listed with hci0 (BlueZoo's peripherals are
         # adapters too, which the daemon must not use as centrals).
         self.central2 = b.bluez.add_adapter(SECOND_CENTRAL)
         with open(self.world.config, "a") as f:
@@ -339,7 +339,7 @@ class Soak:
         elif kind == "adapter_wedged":
             # The device killed below must be one on the wedged adapter: after an adapter_off the devices are spread
             # over both, and one on the other adapter reconnects there, leaving nothing missing on the wedged one
-            # (no wedge by SPEC §8's rule, so nothing to heal).
+            # (no wedge by docs/adapters.md's rule, so nothing to heal).
             path = self.rng.choice(["fd", "sig"])
             placed = self.adapter_of(path)
             adapter = placed if placed and placed.startswith("hci") else self.adapter_in_use()
@@ -351,10 +351,10 @@ class Soak:
             p.kill()          # its reconnection now goes through the wedged adapter
             p.start()
             self.start_stream(path)
-            # Healed: the daemon power-cycles the wedged adapter (SPEC §8's ladder) while the device is missing on
+            # Healed: the daemon power-cycles the wedged adapter (docs/adapters.md's ladder) while the device is missing on
             # it. Or the device is placed elsewhere before anything failed on the wedged adapter (another one heard
             # it more recently and stronger, e.g. just after an adapter_off) and comes back there: nothing is missing
-            # on the wedged adapter then, so by SPEC's rule it is not wedged; the soak power-cycles it itself for the
+            # on the wedged adapter then, so by the wedge rule (docs/adapters.md) it is not wedged; the soak power-cycles it itself for the
             # faults that follow, and the fault counts as a failover.
             def healed_or_moved(m) -> bool:
                 if m[1] == f"{BASE}/bridge/event":
@@ -609,7 +609,7 @@ class Soak:
                        "series": [(round(t), r, p, a, f) for t, r, p, a, f in self.rss]},
         }
         # Judged on anonymous memory, what a leak grows. File-backed pages (code, read-only data) come back one code
-        # path at a time after the daemon's start-up page trim dropped them (docs/MEMORY.md), a fault kind first run
+        # path at a time after the daemon's start-up page trim dropped them (docs/dev/MEMORY.md), a fault kind first run
         # after warm-up included; they are bounded by the mapped files, so they are reported, not judged.
         result["rss_kb"]["anon_growth_percent"] = (round(100 * (anon_last - anon_first) / anon_first, 1)
                                                    if anon_first else None)
@@ -641,7 +641,7 @@ def print_report(r: dict) -> None:
     wedges = [f for f in r["fault_log"] if f["kind"] == "adapter_wedged"]
     if wedges:
         # A wedge the daemon healed (power_cycle event) apart from one whose device went elsewhere before anything
-        # failed on the wedged adapter (no wedge by SPEC §8; the soak power-cycled the adapter itself).
+        # failed on the wedged adapter (no wedge by docs/adapters.md; the soak power-cycled the adapter itself).
         healed = sum(1 for f in wedges if "detected_and_cycled_s" in f)
         moved = sum(1 for f in wedges if f.get("failed_over"))
         print(f"  adapter_wedged: {healed} detected and power-cycled by the daemon, {moved} failed over first")

@@ -4,7 +4,7 @@ import FuzzSupport
 @testable import Bridge
 @testable import Config
 
-/// A bridge API request (SPEC §7): the first byte picks the verb (or an unknown one), the rest is the payload. Parsing
+/// A bridge API request (docs/bridge-api.md): the first byte picks the verb (or an unknown one), the rest is the payload. Parsing
 /// must never crash and every refusal must say why; a `device/add` body goes through the config validator, whose
 /// errors must all carry a JSON path, and a device it accepts must read back identically from the drop-in text the
 /// bridge would save (JSON that must also be YAML).

@@ -1,4 +1,4 @@
-/// Which adapter a device connects through (SPEC §8), as a pure function of what the bridge knows, so every rule is
+/// Which adapter a device connects through (docs/adapters.md), as a pure function of what the bridge knows, so every rule is
 /// tested by calling it.
 ///
 /// - A pinned device (`adapter: hciN`) uses that adapter whenever it exists and has room below `max_connections`,

@@ -1,4 +1,4 @@
-/// One adapter's health (SPEC §8), as a value type: facts in, actions out, no I/O and no clock of its own (`now` is
+/// One adapter's health (docs/adapters.md), as a value type: facts in, actions out, no I/O and no clock of its own (`now` is
 /// passed in), so the wedge rule and the recovery ladder are tested by driving it directly.
 ///
 /// Wedged: for `window` every discovery or connect operation through the adapter failed or timed out (none

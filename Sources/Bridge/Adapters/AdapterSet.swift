@@ -3,7 +3,7 @@ import Bluetooth
 import Codecs
 import Config
 
-/// What the core knows about its adapters (SPEC §8): which of BlueZ's adapters the config uses, each one's health,
+/// What the core knows about its adapters (docs/adapters.md): which of BlueZ's adapters the config uses, each one's health,
 /// which adapters saw which device how strongly, and where each device is placed. A value type the core owns; the
 /// decisions are `AdapterChoice`'s and `AdapterHealthMachine`'s, this keeps their inputs.
 struct AdapterSet {
@@ -155,7 +155,7 @@ struct AdapterSet {
     }
 }
 
-/// One element of `B/bridge/adapters` and of the API's `health` answer (SPEC §8).
+/// One element of `B/bridge/adapters` and of the API's `health` answer (docs/adapters.md).
 public struct AdapterStatus: Sendable, Equatable {
     public var name: String
     public var address: String?

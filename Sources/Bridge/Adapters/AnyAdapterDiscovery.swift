@@ -1,6 +1,6 @@
 import Synchronization
 
-/// Discovery for the sessions of devices with `adapter: any` (SPEC §8). A session looks for its missing device
+/// Discovery for the sessions of devices with `adapter: any` (docs/adapters.md). A session looks for its missing device
 /// through the adapter it is placed on; if that adapter has not found it within `widenAfter`, every usable adapter
 /// joins the search, so a device that only another adapter hears is sighted there and the core moves it
 /// (`BridgeCore.noteSighting`). Without this a device placed on the wrong radio would wait for that radio to fail

@@ -17,11 +17,11 @@ enum AdapterInput: Sendable {
     case stepFinished(adapter: String, AdapterHealthMachine.Step, ok: Bool, error: String?)
 }
 
-/// Several adapters (SPEC §8): the core places each device on an adapter (`AdapterSet`, `AdapterChoice`), tells its
+/// Several adapters (docs/adapters.md): the core places each device on an adapter (`AdapterSet`, `AdapterChoice`), tells its
 /// session through the same `.adapter(...)` input a single-adapter bridge used, watches each adapter's health
 /// (`AdapterHealthMachine`) and runs the recovery steps it asks for.
 extension BridgeCore {
-    /// The wedge rule's window: 60 s (SPEC §8). `GATTBRIDGE_WEDGE_WINDOW` (seconds) shortens it for the bench.
+    /// The wedge rule's window: 60 s (docs/adapters.md). `GATTBRIDGE_WEDGE_WINDOW` (seconds) shortens it for the bench.
     static func wedgeWindow(_ text: String? = getenv("GATTBRIDGE_WEDGE_WINDOW").map { String(cString: $0) }) -> Duration {
         if let text, let seconds = Double(text), seconds > 0, seconds <= 600 {
             return .milliseconds(Int64(seconds * 1000))

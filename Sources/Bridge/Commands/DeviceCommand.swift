@@ -1,4 +1,4 @@
-/// Where the result of a command goes besides the device: an MQTT 5 Response Topic and its Correlation Data (SPEC §7).
+/// Where the result of a command goes besides the device: an MQTT 5 Response Topic and its Correlation Data (docs/bridge-api.md).
 public struct ReplyTarget: Sendable, Hashable {
     public var topic: String
     public var correlationData: [UInt8]?

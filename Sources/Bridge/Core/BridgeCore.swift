@@ -23,7 +23,7 @@ public actor BridgeCore {
     let anyDiscovery: AnyAdapterDiscovery
     var sessions: [String: DeviceSession] = [:]            // by device name
     private var byAddress: [BluetoothAddress: DeviceSession] = [:]
-    // Adapters (SPEC §8): see BridgeCore+Adapters.swift.
+    // Adapters (docs/adapters.md): see BridgeCore+Adapters.swift.
     var adapterSet: AdapterSet
     /// What each session was last told about its adapter (absent: nothing yet).
     var toldAdapter: [String: AdapterInfo?] = [:]
@@ -39,7 +39,7 @@ public actor BridgeCore {
     private let spawner: AsyncStream<DeviceSession>.Continuation
     /// Retained command topics already reported, so a retained command is reported once, not at every reconnect.
     private var reportedRetained: Set<String> = []
-    /// Fleet (SPEC §10): the devices this bridge owns, as the `FleetFeature` decides.
+    /// Fleet (docs/fleet.md): the devices this bridge owns, as the `FleetFeature` decides.
     let ownership: OwnershipBoard
     /// Sessions pair only once the pairing agent is registered (nil: no agent feature, pair at once).
     private let agentReadiness: AgentReadiness?
@@ -265,7 +265,7 @@ public actor BridgeCore {
         host.emit(.brokerDisconnected)
     }
 
-    /// The MQTT client lost messages for good (SPEC §7 `health`, issue: no silent loss).
+    /// The MQTT client lost messages for good (docs/bridge-api.md `health`, issue: no silent loss).
     public func messagesDropped(_ report: MQTTDropReport) {
         host.emit(.messagesDropped(report))
     }
@@ -282,7 +282,7 @@ public actor BridgeCore {
             return
         }
         if message.retain {
-            // A retained command would run again at every restart, reconnect and reload (SPEC §6).
+            // A retained command would run again at every restart, reconnect and reload (docs/security.md).
             if reportedRetained.count < 1024, reportedRetained.insert(message.topic).inserted {
                 reject(message, "retained command ignored (commands must not be published with the retain flag)")
             }
@@ -292,7 +292,7 @@ public actor BridgeCore {
               let session = sessions[device.name] else {
             return reject(message, "unknown device \(deviceLevel)")
         }
-        // Fleet: the owner executes it (SPEC §10); every bridge receives it, so the others stay silent.
+        // Fleet: the owner executes it (docs/fleet.md); every bridge receives it, so the others stay silent.
         guard ownership.owns(device.name) else { return }
         if holders[device.name]?.isHolding == true {
             // Run once the hold ends if the device is still ours; dropped if another bridge took it (it got the
@@ -362,7 +362,7 @@ public actor BridgeCore {
             toldAdapter[device.name] = nil
             toldRoom[device.name] = nil
             logger.notice("device \(device.name) stopped (removed or changed)")
-            // Fleet: the retained topics of a device another bridge owns are that bridge's (SPEC §10).
+            // Fleet: the retained topics of a device another bridge owns are that bridge's (docs/fleet.md).
             guard ownership.owns(device.name) else { continue }
             for channel in device.channels where channel.retain {
                 link.publish(oldTopics.state(device, channel), "", qos: 1, retain: true)

@@ -36,7 +36,7 @@ public struct FeatureContext: Sendable {
         host.requests.yield(.republish(states: states))
     }
 
-    /// Fleet (SPEC §10): tells the core whether this bridge owns the device named `device`.
+    /// Fleet (docs/fleet.md): tells the core whether this bridge owns the device named `device`.
     public func setOwnership(_ device: String, owned: Bool) {
         host.requests.yield(.ownership(device: device, owned: owned))
     }

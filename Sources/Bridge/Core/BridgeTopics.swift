@@ -1,9 +1,9 @@
 import Config
 
-/// Every MQTT topic the bridge uses, built in one place so the topic layout of SPEC §4 cannot drift between features.
+/// Every MQTT topic the bridge uses, built in one place so the topic layout of docs/mqtt.md cannot drift between features.
 public struct BridgeTopics: Sendable, Equatable {
     public let base: String
-    /// `bridge.id` in a fleet (SPEC §10): the bridge's state moves to `B/bridge/<id>/state`.
+    /// `bridge.id` in a fleet (docs/fleet.md): the bridge's state moves to `B/bridge/<id>/state`.
     public let bridgeID: String?
 
     public init(base: String, bridgeID: String? = nil) {
@@ -33,7 +33,7 @@ public struct BridgeTopics: Sendable, Equatable {
     public func set(_ device: DeviceConfig, _ channel: ChannelConfig) -> String { state(device, channel) + "/set" }
     public func get(_ device: DeviceConfig, _ channel: ChannelConfig) -> String { state(device, channel) + "/get" }
 
-    // MARK: Fleet (SPEC §10)
+    // MARK: Fleet (docs/fleet.md)
 
     public func bridgeState(of id: String) -> String { "\(base)/bridge/\(id)/state" }
     public func owner(_ device: DeviceConfig) -> String { "\(base)/\(device.topicLevel)/owner" }

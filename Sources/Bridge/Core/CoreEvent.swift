@@ -27,7 +27,7 @@ public enum CoreEvent: Sendable {
     case completed(DeviceCommand)
     /// A message on a topic filter this feature subscribed to.
     case message(MQTTMessage)
-    /// Fleet (SPEC §10): this bridge's own sighting of a device, owned or not (`rssi` is only for owned devices);
+    /// Fleet (docs/fleet.md): this bridge's own sighting of a device, owned or not (`rssi` is only for owned devices);
     /// nil when BlueZ dropped the device (not heard for a while).
     case sighting(DeviceConfig, Int?)
     /// Fleet: this bridge took (`owned`) or gave up a device.
@@ -41,7 +41,7 @@ public enum CoreEvent: Sendable {
     case room(DeviceConfig, Bool)
     /// The bridge is shutting down; the broker connection is still up.
     case stopping
-    /// The adapters' states (SPEC §8 `B/bridge/adapters`) or where devices are placed (device name → adapter) changed.
+    /// The adapters' states (docs/adapters.md `B/bridge/adapters`) or where devices are placed (device name → adapter) changed.
     case adapters([AdapterStatus], placement: [String: String])
     /// A recovery step on a wedged adapter finished (`adapter_recovery` on `B/bridge/event`).
     case adapterRecovery(adapter: String, step: String, ok: Bool)

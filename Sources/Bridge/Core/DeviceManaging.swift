@@ -1,7 +1,7 @@
 import Config
 import Synchronization
 
-/// A change of the running device list asked for by the bridge API (SPEC §7).
+/// A change of the running device list asked for by the bridge API (docs/bridge-api.md).
 public enum DeviceChange: Sendable {
     /// Start a validated device (saved as a drop-in by the caller).
     case add(DeviceConfig)
@@ -54,7 +54,7 @@ extension FeatureContext {
         await host.core.core?.currentConfig()
     }
 
-    /// Adds or removes a device (SPEC §7) through the core.
+    /// Adds or removes a device (docs/bridge-api.md) through the core.
     public func updateDevices(_ change: DeviceChange) async -> Result<DeviceConfig, DeviceChangeError>? {
         await host.core.core?.updateDevices(change)
     }

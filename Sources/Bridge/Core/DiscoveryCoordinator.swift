@@ -9,7 +9,7 @@ import ServiceLifecycle
 public final class DiscoveryCoordinator: DiscoveryControl, Service {
     private enum Request: Sendable {
         case want(String, adapter: String), release(String, adapter: String), reset
-        /// A recovery step (SPEC §8): stop and start discovery on the adapter, answering with the error, if any.
+        /// A recovery step (docs/adapters.md): stop and start discovery on the adapter, answering with the error, if any.
         case restart(adapter: String, done: @Sendable (String?) -> Void)
     }
     /// Every StartDiscovery's result (adapter path, error or nil), for the adapters' health; one consumer (the core).

@@ -5,7 +5,7 @@ import Config
 import Logging
 import MQTT
 
-/// The bridge API (SPEC §7): requests on `B/bridge/request/<verb>` answered on `B/bridge/response/<verb>` (and an
+/// The bridge API (docs/bridge-api.md): requests on `B/bridge/request/<verb>` answered on `B/bridge/response/<verb>` (and an
 /// MQTT 5 Response Topic), the retained `B/bridge/devices` and `B/bridge/info`. Device changes go through the core
 /// (`FeatureContext.updateDevices`) and are saved as drop-ins; `scan` and `inspect` take seconds, so they run in child
 /// tasks of the feature while other requests are answered.
@@ -13,7 +13,7 @@ import MQTT
 /// A device's `state` in `B/bridge/devices`: `online` while its availability is online; `offline` once it reported a
 /// disconnection or error since it was last online; `connecting` before either (just started or added).
 ///
-/// In a fleet (SPEC §10, config `bridge:`) every bridge receives every shared request and writes nothing shared
+/// In a fleet (docs/fleet.md, config `bridge:`) every bridge receives every shared request and writes nothing shared
 /// unless the `FleetDirectory` says it is the one: the shared requests get one answer, the shared retained topics
 /// one writer. Each bridge also serves `B/bridge/<id>/request/<verb>` (answered on `B/bridge/<id>/response/<verb>`)
 /// and keeps its own view on `B/bridge/<id>/devices` and `B/bridge/<id>/info`.
@@ -487,13 +487,13 @@ struct BridgeAPIFeature: BridgeFeature {
         return DeviceListing.json(config, states: states, adapter: adapter, owner: { owners[$0.name] })
     }
 
-    /// The adapters the bridge uses (SPEC §8), once the core has said; BlueZ's list before that.
+    /// The adapters the bridge uses (docs/adapters.md), once the core has said; BlueZ's list before that.
     private func adapterNames(_ state: APIState) async -> [String] {
         if let adapters = state.adapters { return adapters.map(\.name) }
         return await bluez.adapters().map(\.name).filter { state.config?.bluetooth.uses($0) ?? true }
     }
 
-    /// The configured adapter, else the one the sessions use by default (SPEC §1).
+    /// The configured adapter, else the one the sessions use by default (docs/cli.md).
     private func adapterName(_ config: BridgeConfig) async -> String {
         if let name = config.bluetooth.adapter { return name }
         let adapters = await bluez.adapters()
@@ -532,7 +532,7 @@ private struct APIState: Sendable {
     var lastDevices: String?
     /// Fleet: this bridge's own `B/bridge/<id>/devices` as last written.
     var lastOwnDevices: String?
-    /// The adapters as the core last reported them (SPEC §8), and where each device is placed.
+    /// The adapters as the core last reported them (docs/adapters.md), and where each device is placed.
     var adapters: [AdapterStatus]?
     var placement: [String: String] = [:]
     var filters: [(filter: String, retained: Bool)] = []

@@ -1,7 +1,7 @@
 import Bluetooth
 import Codecs
 
-/// One request of the bridge API (SPEC §7), parsed and checked: nothing in it is trusted further than this.
+/// One request of the bridge API (docs/bridge-api.md), parsed and checked: nothing in it is trusted further than this.
 struct BridgeRequest: Sendable, Equatable {
     enum Verb: String, Sendable, CaseIterable {
         case devices
@@ -129,7 +129,7 @@ struct BridgeRequest: Sendable, Equatable {
     }
 }
 
-/// The answer's JSON (SPEC §7): `data` on ok, `error` on error, `transaction` when the request had one.
+/// The answer's JSON (docs/bridge-api.md): `data` on ok, `error` on error, `transaction` when the request had one.
 enum BridgeResponse {
     static func ok(_ data: JSONValue, transaction: JSONValue?) -> String {
         var members: [(String, JSONValue)] = [("status", .string("ok")), ("data", data)]

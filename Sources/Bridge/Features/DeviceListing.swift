@@ -6,9 +6,9 @@ enum DeviceLinkState: String, Sendable {
     case online, offline, connecting
 }
 
-/// The `B/bridge/devices` array (SPEC §7), one element per configured device in config order.
+/// The `B/bridge/devices` array (docs/bridge-api.md), one element per configured device in config order.
 enum DeviceListing {
-    /// `owner`, in a fleet only (SPEC §10): the bridge that owns the device, nil for none; each element then gains
+    /// `owner`, in a fleet only (docs/fleet.md): the bridge that owns the device, nil for none; each element then gains
     /// `"owner"` after its state.
     static func json(_ config: BridgeConfig, states: [String: DeviceLinkState],
                      adapter: (DeviceConfig) -> String, owner: ((DeviceConfig) -> String?)? = nil) -> JSONValue {

@@ -11,7 +11,7 @@ struct DeviceTopicFeature: BridgeFeature {
     /// QoS of change publishes (republishes after a reconnect always use 1).
     var qos = 1
 
-    /// `B/D/availability` (SPEC §4): `online`/`offline`.
+    /// `B/D/availability` (docs/mqtt.md): `online`/`offline`.
     static let availability = DeviceTopicFeature(topic: { $0.availability($1) }, value: { event in
         guard case .availability(let device, let online) = event else { return nil }
         return (device, online ? "online" : "offline")

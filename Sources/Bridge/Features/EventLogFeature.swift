@@ -5,7 +5,7 @@ import MQTT
 
 /// `B/bridge/event` (device connected, disconnected, errors, retries) and `B/bridge/log` (every rejected command),
 /// as JSON, and the same story in the journal. Reports quote outside text cut and escaped, and `B/bridge/log` is
-/// rate-limited, so a flood of bad commands cannot flood the broker or the journal (SPEC §6).
+/// rate-limited, so a flood of bad commands cannot flood the broker or the journal (docs/security.md).
 struct EventLogFeature: BridgeFeature {
     let logger: Logger
 
@@ -108,8 +108,8 @@ struct EventLogFeature: BridgeFeature {
         context.publish(topics.bridgeLog, report.json, qos: 1)
     }
 
-    /// SPEC §4's `{"level","message","topic"}` for a rejected command: outside text (reason, topic) escaped and cut;
-    /// the payload, when the reason does not already quote it, appended cut to 64 bytes (SPEC §6).
+    /// docs/mqtt.md's `{"level","message","topic"}` for a rejected command: outside text (reason, topic) escaped and cut;
+    /// the payload, when the reason does not already quote it, appended cut to 64 bytes (docs/security.md).
     static func rejectionReport(_ rejection: CommandRejection) -> (message: String, topic: String, json: String) {
         var message = ReportText.escaped(rejection.reason, maxBytes: 512)
         if let payload = rejection.payload {

@@ -1,4 +1,4 @@
-/// The bridge API in a fleet (SPEC §7, §10), seen from one bridge: which bridges are live, who owns each device, what
+/// The bridge API in a fleet (docs/bridge-api.md, §10), seen from one bridge: which bridges are live, who owns each device, what
 /// each device's availability says, and from that who answers a shared request and who writes the shared retained
 /// topics. Facts in, decisions out, no I/O.
 ///

@@ -1,4 +1,4 @@
-/// At most `limit` reports per window; the rest are counted and summed up once the window is over (SPEC §6: at
+/// At most `limit` reports per window; the rest are counted and summed up once the window is over (docs/security.md: at
 /// most 10 rejected-command reports a second on `B/bridge/log`). Pure: the caller passes the time.
 struct ReportRateLimiter: Sendable {
     let limit: Int

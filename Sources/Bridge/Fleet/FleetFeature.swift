@@ -6,7 +6,7 @@ import Glibc
 import Logging
 import MQTT
 
-/// Several bridges on one broker (SPEC §10): runs one `OwnershipMachine` per device over the retained `B/D/owner`
+/// Several bridges on one broker (docs/fleet.md): runs one `OwnershipMachine` per device over the retained `B/D/owner`
 /// records, every bridge's `B/bridge/<id>/state`, the handover requests on `B/D/owner/request` and this bridge's own
 /// sightings, and tells the core which devices this bridge owns. Does nothing unless the config has `bridge:`.
 struct FleetFeature: BridgeFeature {

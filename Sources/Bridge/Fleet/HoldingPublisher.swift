@@ -1,6 +1,6 @@
 import Synchronization
 
-/// Fleet (SPEC §10): where a session's values go, held back while its bridge is not sure it still owns the device
+/// Fleet (docs/fleet.md): where a session's values go, held back while its bridge is not sure it still owns the device
 /// (`OwnershipAction.hold`, the 2 s an owner listens after a broker reconnect). Still its own: the values follow in
 /// order, none lost. Taken by another bridge meanwhile: they are dropped, since the new owner publishes the same
 /// notifications and a value must never be published twice.

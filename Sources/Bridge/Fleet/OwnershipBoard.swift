@@ -1,6 +1,6 @@
 import Synchronization
 
-/// Which devices this bridge owns (SPEC §10), readable from any thread: the session reports arrive on the session
+/// Which devices this bridge owns (docs/fleet.md), readable from any thread: the session reports arrive on the session
 /// loops and the commands on the core's actor, and neither should wait for the other to know. A lone bridge (not in
 /// a fleet) owns every device.
 final class OwnershipBoard: Sendable {

@@ -1,4 +1,4 @@
-/// `B/D/owner` (SPEC §10): which bridge owns a device, the signal it reported, and since when (UNIX seconds).
+/// `B/D/owner` (docs/fleet.md): which bridge owns a device, the signal it reported, and since when (UNIX seconds).
 public struct OwnerRecord: Sendable, Hashable {
     public var bridge: String
     public var rssi: Int
@@ -68,7 +68,7 @@ public enum OwnershipAction: Sendable, Hashable {
     case schedule(OwnershipTimer, after: Duration, token: UInt64)
 }
 
-/// Who owns one device, seen from one bridge of a fleet (SPEC §10): events in, actions out, no I/O. The broker is the
+/// Who owns one device, seen from one bridge of a fleet (docs/fleet.md): events in, actions out, no I/O. The broker is the
 /// only shared state: the retained `B/D/owner` record, each bridge's `B/bridge/<id>/state` (retained, will
 /// `offline`), and the non-retained handover request. The rules:
 ///

@@ -1,7 +1,7 @@
 import Codecs
 import Config
 
-/// The bridge's own Home Assistant device (SPEC §8): `gattbridge bridge <hostname>` with diagnostic sensors for
+/// The bridge's own Home Assistant device (docs/adapters.md): `gattbridge bridge <hostname>` with diagnostic sensors for
 /// devices online, buffered and dropped messages (from the retained `B/bridge/diagnostics`), and one state sensor per
 /// adapter (from the retained `B/bridge/adapters`). Pure, like `HomeAssistantDiscovery`: same inputs, same bytes.
 ///

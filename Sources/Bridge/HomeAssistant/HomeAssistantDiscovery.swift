@@ -2,7 +2,7 @@ import Bluetooth
 import Codecs
 import Config
 
-/// Builds the Home Assistant MQTT discovery configs for a bridge config (SPEC §4). Pure: the bridge publishes what it
+/// Builds the Home Assistant MQTT discovery configs for a bridge config (docs/mqtt.md). Pure: the bridge publishes what it
 /// returns, so the same config always yields byte-identical retained messages.
 ///
 /// Topics: `<prefix>/<component>/gattbridge_<ADDRESS>/<object>/config`, where `<object>` is the channel's topic
@@ -65,7 +65,7 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
 
     /// After a reload: the configs the old config published that the new one does not, to clear with `""`.
     /// Empty when the new config disables Home Assistant support: then the bridge publishes nothing for Home
-    /// Assistant at all (SPEC), removals included.
+    /// Assistant at all (docs/home-assistant.md), removals included.
     public func removedTopics(old: HomeAssistantDiscovery) -> [String] {
         guard isEnabled else { return [] }
         return old.configTopics().subtracting(configTopics()).sorted()
@@ -98,7 +98,7 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
     }
 
     /// The payload an event channel publishes for one action: the name of the `values` entry it matched, else the
-    /// decoded value itself (SPEC §12). `decoded` may already be the name (the codec maps values) or the raw value.
+    /// decoded value itself (docs/home-assistant.md). `decoded` may already be the name (the codec maps values) or the raw value.
     public static func eventPayload(for channel: ChannelConfig, decoded: String) -> String {
         let values = channel.values
         let eventType = values.contains(where: { $0.key == decoded }) ? decoded
@@ -139,7 +139,7 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         }
         var origin: [(String, JSONValue)] = [("name", "gattbridge"), ("sw_version", .string(version))]
         if let supportURL { origin.append(("support_url", .string(supportURL))) }
-        // In a fleet the device's availability alone: the owner, whichever it is, keeps it true (SPEC §10), and a
+        // In a fleet the device's availability alone: the owner, whichever it is, keeps it true (docs/fleet.md), and a
         // config naming one bridge's state would differ between bridges.
         let sources = config.fleet == nil ? [topics.bridgeState, topics.availability(device)] : [topics.availability(device)]
         let availability: JSONValue = .array(sources.map { topic in

@@ -23,14 +23,14 @@ struct HomeAssistantFeature: BridgeFeature {
     func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
         var discovery: HomeAssistantDiscovery?
         var identities: [String: DeviceIdentity] = [:]
-        /// Config topics published by this process: one not among them is new to Home Assistant (SPEC §12).
+        /// Config topics published by this process: one not among them is new to Home Assistant (docs/home-assistant.md).
         var announced: Set<String> = []
         var pendingStates = false
         var pendingConfigs = false
         /// The payload last published on each config topic: a config change republishes only what changed (a device
         /// added publishes its own configs, not everyone's).
         var published: [String: String] = [:]
-        /// Fleet (SPEC §10): the devices this bridge owns, the only ones it publishes or clears configs for.
+        /// Fleet (docs/fleet.md): the devices this bridge owns, the only ones it publishes or clears configs for.
         var owned: Set<String> = []
         func speaksFor(_ device: DeviceConfig) -> Bool { discovery?.config.fleet == nil || owned.contains(device.name) }
 
@@ -143,7 +143,7 @@ struct HomeAssistantFeature: BridgeFeature {
     /// to clear.
     static func isStaleOwnConfig(_ message: MQTTMessage, discovery: HomeAssistantDiscovery,
                                  announced: Set<String>) -> Bool {
-        // Fleet: a leftover may be another bridge's device; it is never this bridge's to clear (SPEC §10).
+        // Fleet: a leftover may be another bridge's device; it is never this bridge's to clear (docs/fleet.md).
         guard discovery.config.fleet == nil, message.retain, !message.payload.isEmpty, !announced.contains(message.topic),
               !discovery.configTopics().contains(message.topic),
               HomeAssistantDiscovery.isOwnDiscoveryTopic(message.topic, prefix: discovery.discoveryPrefix),

@@ -4,7 +4,7 @@ import Config
 import Codecs
 import Logging
 
-/// Keeps the daemon's `org.bluez.Agent1` (SPEC §9) in step with the config and with bluetoothd: the policy follows
+/// Keeps the daemon's `org.bluez.Agent1` (docs/pairing.md) in step with the config and with bluetoothd: the policy follows
 /// every applied config (reloads and the bridge API's `device/add`/`device/remove` included), and the registration
 /// with `AgentManager1` is redone whenever bluetoothd comes back (a restarted bluetoothd forgets its agents) or the
 /// capability must change (BlueZ fixes it at registration).
@@ -138,7 +138,7 @@ actor AgentRegistrar {
 }
 
 extension JSONValue {
-    /// A device object as the bridge API echoes it: an inline `passkey` shows as `<redacted>` (SPEC §9: secrets never
+    /// A device object as the bridge API echoes it: an inline `passkey` shows as `<redacted>` (docs/pairing.md: secrets never
     /// reach MQTT; the drop-in on disk keeps it).
     var passkeyRedacted: JSONValue {
         guard case .object(let members) = self else { return self }

@@ -111,7 +111,7 @@ public struct BridgeDaemon: Sendable {
         var configuration = ServiceGroupConfiguration(
             services: configurations,
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        // systemd allows 10 s (TimeoutStopSec) before it kills; SPEC §5 wants us gone within 5.
+        // systemd allows 10 s (TimeoutStopSec) before it kills; docs/operating.md wants us gone within 5.
         configuration.maximumGracefulShutdownDuration = .seconds(5)
         try await ServiceGroup(configuration: configuration).run()
         bus.close()

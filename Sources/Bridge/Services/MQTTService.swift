@@ -11,7 +11,7 @@ final class MQTTService: Service, Sendable {
     let core: BridgeCore
     let logger: Logger
     let statusChanged: @Sendable () -> Void
-    /// Called once the client has started (SPEC §5: READY=1 does not wait for the broker).
+    /// Called once the client has started (docs/operating.md: READY=1 does not wait for the broker).
     let started: @Sendable () -> Void
     private let replacements: AsyncStream<MQTTClient>
     private let replacer: AsyncStream<MQTTClient>.Continuation

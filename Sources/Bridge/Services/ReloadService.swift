@@ -26,7 +26,7 @@ struct ReloadService: Service {
         let new: BridgeConfig
         do {
             let loaded = try ConfigLoader.loadWithDropIns(path: configPath)
-            // A broken drop-in costs its own device only (SPEC §7).
+            // A broken drop-in costs its own device only (docs/bridge-api.md).
             for issue in loaded.skipped { logger.error("\(issue); device skipped") }
             new = loaded.config
         } catch {

@@ -1,7 +1,7 @@
 /// One connection attempt in flight per adapter: bluetoothd and most controllers handle concurrent LE connection
 /// attempts badly (`InProgress`, `le-connection-abort-by-local`), so sessions take turns, first come first served.
 /// Each adapter is its own lane (named by its object path): attempts through different radios do not wait for each
-/// other (SPEC §8).
+/// other (docs/adapters.md).
 ///
 /// Holders are named by a caller-chosen key (e.g. device and session generation), which makes `release` idempotent and
 /// lets it withdraw a request that has not been granted yet. A device that never answers holds the slot only until

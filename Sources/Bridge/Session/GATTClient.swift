@@ -8,7 +8,7 @@ public protocol GATTClient: Sendable {
     func connect(device path: String, timeout: Duration) async throws(BlueZError)
     func disconnect(device path: String, timeout: Duration) async throws(BlueZError)
     func removeDevice(_ path: String) async throws(BlueZError)
-    /// `Device1.Pair` then `Trusted = true` (SPEC §9).
+    /// `Device1.Pair` then `Trusted = true` (docs/pairing.md).
     func pair(device path: String, timeout: Duration) async throws(BlueZError)
     func waitUntilServicesResolved(device path: String, timeout: Duration) async throws(BlueZError) -> GattTree
     func read(characteristic path: String) async throws(BlueZError) -> [UInt8]

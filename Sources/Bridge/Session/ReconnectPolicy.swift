@@ -14,7 +14,7 @@ public struct ReconnectPolicy: Sendable, Hashable {
     public var stableAfter: Duration
     /// How long `Device1.Pair` may take (a peripheral may wait for its user to type) before it counts as failed.
     public var pairTimeout: Duration = .seconds(60)
-    /// Connect failures that count against the adapter's health (SPEC §8 wedge rule): the controller is busy or
+    /// Connect failures that count against the adapter's health (docs/adapters.md wedge rule): the controller is busy or
     /// bluetoothd does not answer. A device that is simply away fails otherwise (page timeout,
     /// `le-connection-abort-by-local`, or our own connect timeout, which races BlueZ's 20 s LE connection timeout)
     /// and must not get a healthy adapter power-cycled.

@@ -17,11 +17,11 @@ public enum DeviceReport: Sendable {
     /// BlueZ dropped the device object it had reported an RSSI for: it has not been heard for a while.
     case unseen
     /// A Connect through the adapter (its object path) succeeded (`error` nil) or failed: the adapter's health
-    /// (SPEC §8). Sent from the connect job, not the loop.
+    /// (docs/adapters.md). Sent from the connect job, not the loop.
     case adapterOperation(adapter: String, error: String?)
 }
 
-/// A command that was not carried out (SPEC §4 `B/bridge/log`, §6 reports, §7 replies).
+/// A command that was not carried out (docs/mqtt.md `B/bridge/log`, §6 reports, §7 replies).
 public struct CommandRejection: Sendable, Hashable {
     /// The command topic.
     public var topic: String

@@ -34,7 +34,7 @@ public enum SessionEvent: Sendable, Hashable {
     case subscribed(SessionGeneration)
     case failure(FailureKind, SessionGeneration)
     case backoffElapsed(SessionGeneration)
-    /// Fleet (SPEC §10): whether this bridge owns the device, i.e. may connect it and speak for it. A lone bridge
+    /// Fleet (docs/fleet.md): whether this bridge owns the device, i.e. may connect it and speak for it. A lone bridge
     /// owns every device and never sends this.
     case ownership(Bool)
 }

@@ -65,7 +65,7 @@ struct SessionLoop {
     }
     /// The object BlueZ reported for the device's address. Usually the path the address gives, but a device bonded
     /// while it used a resolvable private address keeps that object (named after the private address) with its
-    /// `Address` changed to the identity address the config holds, until bluetoothd restarts (SPEC §9).
+    /// `Address` changed to the identity address the config holds, until bluetoothd restarts (docs/pairing.md).
     private var reportedPath: String?
 
     // MARK: - Inputs
@@ -157,7 +157,7 @@ struct SessionLoop {
             adapterPath = nil
             return
         }
-        // Moved to another adapter (SPEC §8 failover): end what runs on the old one, then start over on the new.
+        // Moved to another adapter (docs/adapters.md failover): end what runs on the old one, then start over on the new.
         if let adapterPath, adapterPath != adapter.path {
             drive(.adapterGone, &jobs)
             // A Connect still pending through the old adapter would leave a second link: cancel it there first.
@@ -608,7 +608,7 @@ struct SessionLoop {
         }
     }
 
-    /// SPEC §9: a device configured without pairing whose operation failed for lack of authentication or
+    /// docs/pairing.md: a device configured without pairing whose operation failed for lack of authentication or
     /// encryption gets told how to fix it; a device that pairs already does what it can.
     private var securityHint: @Sendable (BlueZError) -> String? {
         guard config.pairing.mode == .none else { return { _ in nil } }

@@ -19,11 +19,11 @@ public struct SessionMachine: Sendable {
     /// The last `Connected` value seen.
     public private(set) var linkUp = false
     public private(set) var availability = AvailabilityTracker()
-    /// The device's `pairing` is not `none`: an unpaired device is paired before it is connected (SPEC §9).
+    /// The device's `pairing` is not `none`: an unpaired device is paired before it is connected (docs/pairing.md).
     public let pairingRequired: Bool
     /// The last `Paired` value seen (false while the device object is unknown).
     public private(set) var devicePaired = false
-    /// Fleet (SPEC §10): false while another bridge owns the device. The session then only discovers (so adverts
+    /// Fleet (docs/fleet.md): false while another bridge owns the device. The session then only discovers (so adverts
     /// keep reporting RSSI for a takeover), never connects, and publishes no availability: the owner speaks for it.
     public private(set) var connectAllowed = true
     private var onlineSince: ContinuousClock.Instant?

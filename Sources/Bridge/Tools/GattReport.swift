@@ -19,7 +19,7 @@ public struct GattReport: Sendable {
     public var address: BluetoothAddress
     public var name: String?
     public var services: [Service]
-    /// BlueZ's `Paired`/`Bonded`/`Trusted` of the device (SPEC §9).
+    /// BlueZ's `Paired`/`Bonded`/`Trusted` of the device (docs/pairing.md).
     public var paired = false
     public var bonded = false
     public var trusted = false
@@ -49,7 +49,7 @@ public struct GattReport: Sendable {
         return report
     }
 
-    /// The `inspect --json` object, also the `data` of the bridge API's `inspect` (SPEC §1, §7).
+    /// The `inspect --json` object, also the `data` of the bridge API's `inspect` (docs/cli.md, §7).
     public var json: JSONValue {
         .object([
             ("address", .string(address.description)),

@@ -70,7 +70,7 @@ public struct ScanResults: Sendable {
 
     // MARK: Output
 
-    /// The `scan --json` array, also the `data` of the bridge API's `scan` (SPEC §1, §7).
+    /// The `scan --json` array, also the `data` of the bridge API's `scan` (docs/cli.md, §7).
     public var json: JSONValue {
         .array(sorted.map { device in
             .object([

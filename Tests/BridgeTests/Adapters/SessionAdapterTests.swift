@@ -6,7 +6,7 @@ import Logging
 import Testing
 @testable import Bridge
 
-/// A session told to use another adapter (SPEC §8 failover) and what it reports for the adapters' health.
+/// A session told to use another adapter (docs/adapters.md failover) and what it reports for the adapters' health.
 @Suite struct SessionAdapterTests {
     let gatt = FakeGATT()
     let recorder = SessionRecorder()

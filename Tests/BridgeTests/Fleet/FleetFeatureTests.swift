@@ -5,7 +5,7 @@ import MQTT
 import Testing
 @testable import Bridge
 
-/// The features' side of a fleet (SPEC §10): Home Assistant configs and retained device topics belong to the owner.
+/// The features' side of a fleet (docs/fleet.md): Home Assistant configs and retained device topics belong to the owner.
 @Suite struct FleetFeatureTests {
     func fleetConfig(_ devices: [DeviceConfig], id: String = "a") -> BridgeConfig {
         var config = DiscoveryFixtures.config(devices, base: "b")

@@ -1,7 +1,7 @@
 import Testing
 @testable import Bridge
 
-/// The session's side of a fleet (SPEC §10): a device another bridge owns is watched (discovery, for RSSI), never
+/// The session's side of a fleet (docs/fleet.md): a device another bridge owns is watched (discovery, for RSSI), never
 /// connected, and never spoken for (no availability).
 @Suite struct SessionOwnershipTests {
     @Test func notOwnedAtStartDiscoversSilentlyAndNeverConnects() {

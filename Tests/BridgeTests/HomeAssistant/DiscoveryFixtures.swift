@@ -15,7 +15,7 @@ enum DiscoveryFixtures {
         try ConfigLoader.load(path: repoRoot + "/config/demo.yaml")
     }
 
-    /// The SPEC §3 example, with the LED's elided characteristic filled in.
+    /// The docs/configuration.md example, with the LED's elided characteristic filled in.
     static let specExampleYAML = """
         mqtt:
           host: localhost

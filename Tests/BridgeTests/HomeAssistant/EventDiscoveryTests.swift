@@ -4,7 +4,7 @@ import Config
 import Testing
 @testable import Bridge
 
-/// `homeassistant: event` / `device_trigger` (SPEC §12): an event entity plus one device trigger per event type.
+/// `homeassistant: event` / `device_trigger` (docs/home-assistant.md): an event entity plus one device trigger per event type.
 @Suite struct EventDiscoveryTests {
     typealias F = DiscoveryFixtures
 

@@ -6,7 +6,7 @@ import Logging
 import Testing
 @testable import Bridge
 
-/// SPEC §9 through a whole `DeviceSession` against `FakeGATT` (whose device BlueZ does not list as paired).
+/// docs/pairing.md through a whole `DeviceSession` against `FakeGATT` (whose device BlueZ does not list as paired).
 @Suite struct DeviceSessionPairingTests {
     let base = DeviceSessionTests()
 

@@ -2,7 +2,7 @@ import BlueZ
 import Testing
 @testable import Bridge
 
-/// The pairing step of SPEC §9: before connecting, a device configured to pair that BlueZ does not list as paired is
+/// The pairing step of docs/pairing.md: before connecting, a device configured to pair that BlueZ does not list as paired is
 /// paired; a refused pairing backs off slowly.
 @Suite struct SessionMachinePairingTests {
     private func harness(pairing: Bool = true) -> SessionHarness {
