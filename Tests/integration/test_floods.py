@@ -115,8 +115,9 @@ def flood_messages(kind: str, bridge: Bridge):
         return ((bridge.topic("lamp", "led", "get"), "") for _ in range(FLOOD))
     if kind == "health":
         return ((f"{request}/health", "{}") for _ in range(FLOOD))
-    # Plain publishes on topics the bridge subscribes to (discovery configs of other software, 2 KB each).
-    body = json.dumps({"name": "x" * 2000})
+    # Plain publishes on topics the bridge subscribes to (discovery configs of other software, 300 bytes each: 6 MB,
+    # six times the bridge's inbox bound).
+    body = json.dumps({"name": "x" * 300})
     return ((f"homeassistant/sensor/other{i}/x/config", body) for i in range(FLOOD))
 
 
