@@ -79,7 +79,7 @@ ARM64_SCENARIOS=(
     "Tests/integration/test_cli.py::test_scan_json_lists_peripherals_with_address_name_and_services"
     "Tests/integration/test_cli.py::test_listen_prints_heart_rate_json_lines"
     "Tests/integration/test_cli.py::test_config_check_reports_every_error_with_its_position"
-    "Tests/adverts/test_cli.py"
+    "Tests/adverts/test_adverts_cli.py"
     "Tests/integration/test_bridge.py::test_values_flow_on_spec_topics"
     "Tests/integration/test_bridge.py::test_led_on_off_reaches_the_peripheral_and_reads_back"
     "Tests/integration/test_systemd.py::test_ready_then_periodic_watchdog_pets"
