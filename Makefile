@@ -92,6 +92,7 @@ test: setup
 	$(SWIFT) test --skip-build
 	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/integration -q $(PYTEST_ARGS)
 	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/docs -q
+	$(MAKE) test-adverts
 	$(MAKE) test-homeassistant
 	bash scripts/check-unit.sh
 	$(MAKE) fuzz-smoke
@@ -100,6 +101,14 @@ test: setup
 	$(MAKE) test-realbluez-deb DEB_BIN_TARGET=bench-build DEB_BIN=$(BENCH_BIN) REALBLUEZ_PRIVACY=0
 	$(MAKE) bench-fleet
 	$(MAKE) soak DURATION=$(TEST_SOAK_SECONDS)
+
+# The broadcast decoders against Home Assistant's reference parsers (bthome-ble, xiaomi-ble, govee-ble, ruuvitag-ble)
+# in their own venv, .venv-adverts (created on first use: ~1 min), on the packets of the references' test suites and
+# on generated ones (ADVERTS_GENERATED per format, default 10000); prints the counts compared (docs/adverts.md).
+.PHONY: test-adverts
+test-adverts: build
+	bash scripts/adverts/setup.sh
+	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge .venv-adverts/bin/python -m pytest Tests/adverts -q -p no:logging $(PYTEST_ARGS)
 
 # The discovery against a real Home Assistant core (2024.3) in its own venv, .venv-ha (created on first use: ~5 min,
 # ~400 MB; Python 3.11 or 3.12, PYTHON_HA=… to choose it).

@@ -19,6 +19,8 @@ let package = Package(
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+        // OpenSSL's libcrypto (libmosquitto links it already): AES-CCM for encrypted broadcasts.
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // Duration conversions (seconds, milliseconds, text), shared by every module that talks to C or people.
         .target(name: "Durations"),
@@ -40,6 +42,9 @@ let package = Package(
         ]),
         // sd_notify, watchdog, journald-aware logging.
         .target(name: "Systemd", dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")]),
+        // Broadcast decoders (BTHome, Xiaomi MiBeacon, pvvx/atc, Govee, RuuviTag, iBeacon, Eddystone): bytes in,
+        // measurements out, no I/O.
+        .target(name: "Adverts", dependencies: ["CCrypto", "Bluetooth", "Codecs"]),
         // The bridge core: device sessions, commands, features on core events (availability, RSSI, events and logs,
         // Home Assistant), and the daemon's services.
         .target(name: "Bridge", dependencies: [
@@ -49,7 +54,7 @@ let package = Package(
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "gattbridge", dependencies: [
-            "Bridge", "BlueZ", "Bluetooth", "Codecs", "Config", "Systemd", "DBus", "Durations",
+            "Adverts", "Bridge", "BlueZ", "Bluetooth", "Codecs", "Config", "Systemd", "DBus", "Durations",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -63,6 +68,7 @@ let package = Package(
         .testTarget(name: "ConfigTests", dependencies: ["Config", "CMosquitto"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
+        .testTarget(name: "AdvertsTests", dependencies: ["Adverts", "Bluetooth", "Codecs"]),
         .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BlueZ", "Bluetooth", "Codecs", "Config", "DBus"]),
     ],
     swiftLanguageModes: [.v6]

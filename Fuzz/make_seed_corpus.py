@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the hand-made seeds of Fuzz/Corpus/{FuzzCodecs,FuzzConfig,FuzzCommands,FuzzBridgeRequest} (FuzzDBus: make_dbus_corpus.py).
+"""Writes the hand-made seeds of Fuzz/Corpus/{FuzzCodecs,FuzzConfig,FuzzCommands,FuzzBridgeRequest} (FuzzDBus: make_dbus_corpus.py),
+and of the broadcast decoders' targets from the reference parsers' test vectors (Tests/adverts/vectors.json).
 Seeds are named by their SHA-1, as libFuzzer names what it adds, so re-running only adds files.
 
     python3 Fuzz/make_seed_corpus.py
@@ -88,8 +89,38 @@ def bridge_requests() -> None:
         write("FuzzBridgeRequest", bytes([verb]) + payload)
 
 
+def adverts() -> None:
+    import json
+
+    vectors = json.loads((REPO / "Tests" / "adverts" / "vectors.json").read_text())
+    names = ["", "GVH5075_1234", "GVH5101_1A2B", "Govee_H5074_C3F1", "GVH5051_1111", "GV5179_0006", "GVH5106_5555",
+             "H5179_4444", "GV5112AC3D", "GVH5127"]
+    for vector in vectors:
+        for uuid, data in vector["service_data"].items():
+            data = bytes.fromhex(data)
+            if "fcd2" in uuid:
+                write("FuzzBTHome", data)
+            elif "fe95" in uuid:
+                write("FuzzXiaomi", b"\x00" + data)
+        for company, data in vector["manufacturer_data"].items():
+            data = bytes.fromhex(data)
+            if company == "1177":
+                write("FuzzRuuvi", data)
+            elif vector["family"] == "govee":
+                name = next((i for i, n in enumerate(names) if n and n[-4:] in (vector["name"] or "")), 0)
+                write("FuzzGovee", int(company).to_bytes(2, "big") + bytes([name]) + data)
+            if company == "76":
+                write("FuzzBeacons", data)
+    for record in ["b2188d38c1a42909bf13860b571005", "a4c1388d18b200ea32570b8610", "a4c1388d18b2ff9c32570b8610"]:
+        write("FuzzThermometerFirmware", bytes.fromhex(record))
+    for beacon in ["0215e2c56db5dffb48d2b060d0f5a71096e000010002c5", "10eb00676f6f676c6507",
+                   "00e8000102030405060708090a0b0c0d0e0f", "20000bb817800000000100000002"]:
+        write("FuzzBeacons", bytes.fromhex(beacon))
+
+
 if __name__ == "__main__":
     codecs()
     config()
     commands()
     bridge_requests()
+    adverts()

@@ -15,7 +15,8 @@ cd "$repo"
 mode="${1:-smoke}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(FuzzCodecs FuzzConfig FuzzCommands FuzzBridgeRequest FuzzDBus)
+[ ${#targets[@]} -gt 0 ] || targets=(FuzzCodecs FuzzConfig FuzzCommands FuzzBridgeRequest FuzzDBus
+                                   FuzzBTHome FuzzXiaomi FuzzThermometerFirmware FuzzGovee FuzzRuuvi FuzzBeacons)
 scratch="$repo/.build-fuzz"
 bin="$scratch/release"
 
@@ -68,7 +69,7 @@ for t in "${targets[@]}"; do
     esac
     runs="$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' | tail -1 || true)"
     cov="$(grep -oE 'cov: [0-9]+' "$log" | tail -1 || true)"
-    printf '%-13s %-5s %3ss  %8s runs  %s  corpus %s  regressions %s\n' "$t" "$status" "$seconds" "${runs:-?}" \
+    printf '%-23s %-5s %3ss  %8s runs  %s  corpus %s  regressions %s\n' "$t" "$status" "$seconds" "${runs:-?}" \
         "${cov:-}" "$(ls "Fuzz/Corpus/$t" | wc -l)" "${#regressions[@]}"
     if [ "$status" = CRASH ]; then
         grep -E "Fatal error|ERROR: (AddressSanitizer|libFuzzer)|Test unit written" "$log" | head -5

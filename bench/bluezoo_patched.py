@@ -63,7 +63,7 @@ from bluezoo import events
 from bluezoo.adapter import Adapter
 from bluezoo.device import Device
 from bluezoo.exceptions import (DBusBluezFailedError, DBusBluezInProgressError, DBusBluezNotPermittedError,
-                                DBusBluezNotSupportedError)
+                                DBusBluezNotSupportedError, DBusBluezRejectedError)
 from bluezoo.gatt import GattCharacteristicClientLink
 from bluezoo.gatt.manager import GattManager
 from bluezoo.log import logger
@@ -602,6 +602,49 @@ def _patch_pair_reply() -> None:
     Device.pair = pair
 
 
+# --- bench control: agent calls from org.bluez ---------------------------------------------------------------
+# An agent must answer only bluetoothd (the owner of org.bluez). BlueZoo never calls agents itself, so the tests ask
+# it to: org.bluezoo.BenchAgent1.Call(s destination, s path, s member, s signature, v argument…) on
+# /org/bluezoo/bench/agent relays one org.bluez.Agent1 call with the device path (and for RequestConfirmation a
+# passkey, for AuthorizeService a UUID) from BlueZoo's own connection, returning a RequestPasskey's number (0 for
+# calls without a result). A Rejected answer comes back as org.bluez.Error.Rejected.
+
+
+class BenchAgent(sdbus.DbusInterfaceCommonAsync, interface_name="org.bluezoo.BenchAgent1"):
+    @sdbus.dbus_method_async(input_signature="sssos", result_signature="u",
+                             input_args_names=["destination", "path", "member", "device", "extra"],
+                             result_args_names=["passkey"],
+                             flags=sdbus.DbusUnprivilegedFlag)
+    async def Call(self, destination: str, path: str, member: str, device: str, extra: str) -> int:
+        bus = sdbus.get_default_bus()
+        msg = bus.new_method_call_message(destination, path, "org.bluez.Agent1", member)
+        if member == "RequestConfirmation":
+            msg.append_data("ou", device, int(extra))
+        elif member == "AuthorizeService":
+            msg.append_data("os", device, extra)
+        else:
+            msg.append_data("o", device)
+        try:
+            reply = await bus.call_async(msg)
+        except Exception as exc:  # noqa: BLE001 - the agent's error, passed on by name
+            if "org.bluez.Error.Rejected" in repr(exc) or "Rejected" in type(exc).__name__:
+                raise DBusBluezRejectedError(str(exc)) from exc
+            raise DBusBluezFailedError(repr(exc)) from exc
+        values = reply.parse_to_tuple()
+        return int(values[0]) if values and isinstance(values[0], int) else 0
+
+
+def _patch_agent_calls() -> None:
+    original_init = bluezoo_main.BluezMockService.__init__
+
+    def init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        self.bench_agent = BenchAgent()
+        self.bench_agent.export_to_dbus("/org/bluezoo/bench/agent")
+
+    bluezoo_main.BluezMockService.__init__ = init
+
+
 # --- wiring ------------------------------------------------------------------------------------------------
 
 def _patch_connection() -> None:
@@ -627,6 +670,7 @@ PATCHES = {
     "8": _patch_adapters,
     "rssi": _patch_rssi,         # bench control, not a fix
     "pair_reply": _patch_pair_reply,  # bench control, not a fix
+    "agent_calls": _patch_agent_calls,  # bench control, not a fix
 }
 
 

@@ -3,7 +3,7 @@
 # integration bench. Idempotent: when everything is present it only checks, in about a second.
 #
 #   1. apt packages (installed only when missing; sudo is used only when not root):
-#      build: libdbus-1-dev libmosquitto-dev libsystemd-dev libyaml-dev pkg-config
+#      build: libdbus-1-dev libmosquitto-dev libsystemd-dev libyaml-dev libssl-dev pkg-config
 #      bench: dbus-daemon (or `dbus` on releases without the split package), mosquitto, mosquitto-clients,
 #             python3-venv
 #   2. the bench's Python environment at $REPO/.venv from bench/requirements.txt (all versions pinned);
@@ -15,7 +15,6 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$REPO/.venv"
 REQUIREMENTS="$REPO/bench/requirements.txt"
-STAMP="$VENV/.requirements.sha256"
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 
@@ -28,7 +27,7 @@ installed() {
 }
 
 # --- 1. apt packages ------------------------------------------------------------------------------------------
-packages=(libdbus-1-dev libmosquitto-dev libsystemd-dev libyaml-dev pkg-config mosquitto mosquitto-clients
+packages=(libdbus-1-dev libmosquitto-dev libsystemd-dev libyaml-dev libssl-dev pkg-config mosquitto mosquitto-clients
           python3-venv systemd)
 missing=()
 for p in "${packages[@]}"; do
@@ -50,28 +49,18 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # --- 2. the bench's Python environment ------------------------------------------------------------------------
-want="$(sha256sum "$REQUIREMENTS" | cut -d' ' -f1)"
-if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c '' 2>/dev/null && [ "$(cat "$STAMP" 2>/dev/null)" = "$want" ]; then
+. "$REPO/scripts/venv.sh"
+if venv_current "$VENV" "$REQUIREMENTS"; then
     log "ok (apt packages present, $VENV up to date)"
     exit 0
 fi
-
-python="${PYTHON:-}"
-if [ -z "$python" ]; then
-    # Debian's own interpreter first: it is the one python3-venv serves.
-    if [ -x /usr/bin/python3 ]; then python=/usr/bin/python3; else python="$(command -v python3)"; fi
-fi
+python="$(venv_python "${PYTHON:-}")"
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
     log "$python is older than 3.11 (BlueZoo needs 3.11+); set PYTHON=/path/to/python3.11+"
     exit 1
 fi
-
-if ! [ -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c '' 2>/dev/null; then
-    log "creating $VENV with $python"
-    rm -rf "$VENV"
-    "$python" -m venv "$VENV"
-fi
+venv_create "$VENV" "$python"
 log "installing bench requirements into $VENV"
 "$VENV/bin/python" -m pip install --disable-pip-version-check -q -r "$REQUIREMENTS"
-echo "$want" > "$STAMP"
+venv_stamp "$VENV" "$REQUIREMENTS"
 log "ok"

@@ -1,9 +1,9 @@
 /// The `hex` codec: bytes as lower-case hex digits.
-enum Hex {
+public enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 
     /// Lower case, no separators: one canonical spelling, so retained payloads compare textually.
-    static func encode(_ bytes: [UInt8]) -> String {
+    public static func encode(_ bytes: [UInt8]) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count * 2)
         for byte in bytes {
@@ -16,7 +16,7 @@ enum Hex {
     /// Accepts either case, groups separated by spaces or colons ("01 02", "aa:bb"), and an optional `0x` on
     /// the whole payload or on each group. Every group must have an even number of digits: "1 2" could mean
     /// 0x12 or 0x01 0x02, so it is rejected rather than guessed.
-    static func decode(_ payload: String) throws(CodecError) -> [UInt8] {
+    public static func decode(_ payload: String) throws(CodecError) -> [UInt8] {
         let text = PayloadText.trimmed(payload)
         let groups = text.split(whereSeparator: { $0 == " " || $0 == ":" || $0 == "\t" })
         var bytes: [UInt8] = []

@@ -31,6 +31,8 @@ public enum ConfigSchema {
                 ])),
                 ("state_dir", string("Where devices added over MQTT are saved (devices.d/<name>.yaml); relative to the config file's directory.", default: "/var/lib/gattbridge")),
                 ("bridge_api", boolean("false: no B/bridge/request/# subscription (the retained bridge/devices and bridge/info stay).", default: true)),
+                ("secrets_dir", string("The only directory a device added over MQTT may name a passkey_file in; relative to the config file's directory.", default: "/etc/gattbridge/secrets")),
+                ("reply_prefix", topicPrefix("MQTT 5 Response Topics are answered only under this prefix; unset: anywhere outside base_topic and the discovery prefix.", default: nil)),
                 ("bridge", bridge),
             ])),
             ("$defs", .object([
@@ -269,13 +271,14 @@ public enum ConfigSchema {
     }
 
     /// `base_topic`, `discovery_prefix`: non-empty levels, no wildcards or control characters, no leading `$`.
-    private static func topicPrefix(_ description: String, default value: String) -> JSONValue {
-        .object([
+    private static func topicPrefix(_ description: String, default value: String?) -> JSONValue {
+        var members: [(String, JSONValue)] = [
             ("description", .string(description)),
             ("type", "string"),
             ("pattern", "^(?!\\$)[^+#/\\u0000-\\u001f\\u007f-\\u009f]+(/[^+#/\\u0000-\\u001f\\u007f-\\u009f]+)*$"),
-            ("default", .string(value)),
-        ])
+        ]
+        if let value { members.append(("default", .string(value))) }
+        return .object(members)
     }
 
     private static func write(_ value: JSONValue, indent: String, to out: inout String) {

@@ -9,17 +9,17 @@ import Darwin
 /// Only regular files, and only up to a size cap: a path pointing at `/dev/zero` would otherwise grow the buffer
 /// until the allocation aborts the process, and a FIFO would block the reader (on SIGHUP, the whole daemon) until
 /// someone writes to it. Both are config errors instead.
-enum TextFile {
+public enum TextFile {
     /// The config file (and its drop-ins): real configs are a few KiB.
     static let configLimit = 1 << 20
     /// A password or passkey file: a secret is one short line.
-    static let secretLimit = 4096
+    public static let secretLimit = 4096
 
     /// The file's bytes, at most `limit` of them.
     ///
     /// `O_NONBLOCK` makes `open` itself return at once on a FIFO with no writer (without it, `open` blocks); the
     /// `fstat` on the opened descriptor, not on the path, then refuses it, so nothing can swap the file in between.
-    static func read(_ path: String, limit: Int) -> Result<[UInt8], FileReadError> {
+    public static func read(_ path: String, limit: Int) -> Result<[UInt8], FileReadError> {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else { return .failure(.system(errno)) }
         defer { close(fd) }
@@ -59,7 +59,7 @@ enum TextFile {
 }
 
 /// What a path that is not a regular file is, for the message.
-enum FileKind: Sendable, Equatable {
+public enum FileKind: Sendable, Equatable {
     case directory, fifo, socket, characterDevice, blockDevice, other
 
     init(mode: mode_t) {
@@ -85,13 +85,13 @@ enum FileKind: Sendable, Equatable {
     }
 }
 
-enum FileReadError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum FileReadError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The `errno` of the failed call.
     case system(Int32)
     case notRegular(FileKind)
     case tooLarge(limit: Int)
 
-    var description: String {
+    public var description: String {
         switch self {
         case .system(let code): String(cString: strerror(code))
         case .notRegular(let kind): "not a regular file (\(kind.description))"

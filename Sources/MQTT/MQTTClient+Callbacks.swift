@@ -76,7 +76,11 @@ extension MQTTClient {
         let received = MQTTMessage(topic: topic, payload: payload, qos: MQTTQoS(rawValue: message.qos) ?? .atMostOnce,
                                    retain: message.retain, responseTopic: Self.responseTopic(properties),
                                    correlationData: Self.correlationData(properties))
-        inbox.received(received.footprint)
+        guard inbox.admit(received.footprint) else {
+            // The bridge is `inboxLimit` bytes behind: a flood, whose excess is dropped and counted.
+            reportDrop(.inboxFull, count: 1)
+            return
+        }
         messageSink.yield(received)
     }
 

@@ -101,26 +101,24 @@ extension MQTTClient {
         networkThread.assertOnOwner("MQTT socket service")
         let socket = handle.socket
         guard socket >= 0 else { return MOSQ_NO_CONN }
-        // A consumer that fell behind: the socket is not read (so nothing more is queued in memory) until it caught up.
-        let reading = inbox.mayRead()
-        var events = reading ? Int16(POLLIN) : 0
+        var events = Int16(POLLIN)
         if handle.wantsWrite { events |= Int16(POLLOUT) }
         var fds = [pollfd(fd: socket, events: events, revents: 0), pollfd(fd: wake.fileDescriptor, events: Int16(POLLIN), revents: 0)]
         let ready = poll(&fds, 2, timeoutMilliseconds)
         if ready < 0 { return errno == EINTR ? MOSQ_SUCCESS : Int32(MOSQ_ERR_ERRNO.rawValue) }
         if fds[1].revents != 0 { wake.drain() }
-        if reading, fds[0].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 {
+        if fds[0].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 {
             // libmosquitto reads one packet per call when nothing of ours waits for an acknowledgement: read on
-            // while more is there (up to a batch, within the inbox bound), or a flood of small publishes would be
-            // taken at one packet per wake-up.
+            // while more is there (up to a batch), or a flood of small publishes would be taken at one packet per
+            // wake-up.
             var batch = 0
             repeat {
                 let rc = handle.read()
                 if rc != MOSQ_SUCCESS || handle.socket < 0 { return rc }
                 batch += 1
-            } while batch < Self.readBatch && inbox.mayRead() && Self.readable(handle.socket)
+            } while batch < Self.readBatch && Self.readable(handle.socket)
         }
-        if reading, fds[0].revents & Int16(POLLOUT) != 0, configuration.tls != nil {
+        if fds[0].revents & Int16(POLLOUT) != 0, configuration.tls != nil {
             // A TLS handshake that wanted to write only advances through a read call (as in `mosquitto_loop`).
             let rc = handle.read()
             if rc != MOSQ_SUCCESS || handle.socket < 0 { return rc }

@@ -35,7 +35,7 @@ public final class MQTTClient: Sendable {
     let dropSink: AsyncStream<MQTTDropReport>.Continuation
 
     /// Every message received on a subscribed filter, in arrival order. Meant for one consumer. At most
-    /// `inboxLimit` bytes wait for it: beyond, the client stops reading from the broker until the consumer caught up.
+    /// `inboxLimit` bytes wait for it: beyond, received messages are dropped and reported (`.inboxFull`).
     public let messages: MQTTInbox
     let inbox: InboxGauge
     /// The bytes of received messages that may wait for the consumer.
@@ -56,7 +56,7 @@ public final class MQTTClient: Sendable {
         messageSink = sink
         let wake = WakeSignal()
         self.wake = wake
-        inbox = InboxGauge(limit: Self.inboxLimit, wake: wake)
+        inbox = InboxGauge(limit: Self.inboxLimit)
         messages = MQTTInbox(stream: stream, gauge: inbox)
         (drops, dropSink) = AsyncStream.makeStream(of: MQTTDropReport.self, bufferingPolicy: .bufferingNewest(256))
         handle.setUserData(Unmanaged.passUnretained(self).toOpaque())

@@ -9,6 +9,8 @@ public struct MQTTDropReport: Sendable, Equatable {
         case shutdown
         /// A received message larger than `maximumPacketSize` (MQTT 3.1.1 only; on MQTT 5 the broker drops it).
         case oversizeReceived = "oversize_received"
+        /// Received while `MQTTClient.inboxLimit` bytes waited for the consumer (a flood).
+        case inboxFull = "inbox_full"
     }
 
     public var reason: Reason

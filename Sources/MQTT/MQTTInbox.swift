@@ -1,38 +1,27 @@
 import Synchronization
 
-/// Received messages not yet taken by the consumer, in bytes. Past `limit` the network thread stops reading the
-/// broker's socket (TCP then holds the rest at the broker), and the consumer wakes it once it has taken the backlog
-/// below half: a flood of publishes the bridge subscribes to waits at the broker instead of in the bridge's memory.
+/// Received messages not yet taken by the consumer, in bytes. Past `limit` further messages are dropped (and
+/// counted) instead of queued: a flood of publishes on topics the bridge subscribes to cannot grow its memory.
+/// The network thread keeps reading meanwhile: acknowledgements and the keepalive's PINGRESP share the socket with
+/// the flood, and a client that stopped reading would stall its own publishes and lose its link.
 final class InboxGauge: Sendable {
     let limit: Int
     private let bytes = Atomic<Int>(0)
-    private let paused = Atomic<Bool>(false)
-    private let wake: WakeSignal
 
-    init(limit: Int, wake: WakeSignal) {
+    init(limit: Int) {
         self.limit = limit
-        self.wake = wake
     }
 
-    var queuedBytes: Int { bytes.load(ordering: .relaxed) }
-
-    /// Network thread: a message was queued for the consumer.
-    func received(_ size: Int) { bytes.add(size, ordering: .relaxed) }
-
-    /// Network thread: whether to read the socket now. When not, the consumer is asked to wake the thread.
-    func mayRead() -> Bool {
-        guard bytes.load(ordering: .acquiring) >= limit else { return true }
-        paused.store(true, ordering: .releasing)
-        // The consumer may have drained in between and seen no pause to end: look again.
-        return bytes.load(ordering: .acquiring) < limit / 2 && paused.exchange(false, ordering: .acquiringAndReleasing)
+    /// Network thread: whether a received message of `size` bytes is queued for the consumer (false: dropped).
+    func admit(_ size: Int) -> Bool {
+        guard bytes.load(ordering: .relaxed) < limit else { return false }
+        bytes.add(size, ordering: .relaxed)
+        return true
     }
 
     /// Consumer: a message was taken.
     func taken(_ size: Int) {
-        let left = bytes.subtract(size, ordering: .acquiringAndReleasing).newValue
-        if left < limit / 2, paused.load(ordering: .acquiring), paused.exchange(false, ordering: .acquiringAndReleasing) {
-            wake.signal()
-        }
+        bytes.subtract(size, ordering: .relaxed)
     }
 }
 

@@ -45,9 +45,6 @@ struct OfflineBuffer: Sendable {
     var count: Int { messages.count }
     var isEmpty: Bool { messages.isEmpty }
 
-    /// Room left (in messages) beside `inFlight` messages held by libmosquitto.
-    func capacity(inFlight: Int) -> Int { max(0, limit - inFlight) }
-
     /// True when nothing more fits beside `held`.
     func isFull(held: Held) -> Bool {
         messages.count + held.count >= limit || bytes + held.bytes >= byteLimit

@@ -18,6 +18,7 @@ struct GattBridge: AsyncParsableCommand {
             DevicesCommand.self,
             PairCommand.self,
             UnpairCommand.self,
+            AdvertsCommand.self,
         ]
     )
 

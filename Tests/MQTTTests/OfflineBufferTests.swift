@@ -43,6 +43,39 @@ import Testing
     }
 }
 
+@Suite struct OfflineBufferByteTests {
+    func sized(_ name: String, _ bytes: Int) -> OutgoingMessage {
+        OutgoingMessage(message: MQTTMessage(topic: name, payload: [UInt8](repeating: 0, count: bytes), qos: .atLeastOnce,
+                                             retain: false))
+    }
+
+    @Test func theBoundIsInBytesToo() {
+        // Room for two of these 1 KB messages, not for the 10,000 the count would allow.
+        var buffer = OfflineBuffer(limit: 10_000, byteLimit: 2 * (1000 + 1 + 128))
+        #expect(buffer.append(sized("a", 1000)).isEmpty)
+        #expect(buffer.append(sized("b", 1000)).isEmpty)
+        #expect(buffer.append(sized("c", 1000)).map(\.message.topic) == ["a"])
+        #expect(buffer.bytes == 2 * (1000 + 1 + 128))
+        // What libmosquitto holds counts against the same bound.
+        #expect(buffer.append(sized("d", 10), held: Held(count: 1, bytes: 1129)).map(\.message.topic) == ["b", "c"])
+        #expect(buffer.takeAll().map(\.message.topic) == ["d"])
+        #expect(buffer.bytes == 0)
+    }
+
+    @Test func theLedgerCountsUnwrittenQoS0BytesUntilWritten() {
+        var ledger = InFlightLedger()
+        ledger.handedOver(mid: 1, qos: .atMostOnce, bytes: 500)
+        ledger.handedOver(mid: 2, qos: .atLeastOnce, bytes: 300)
+        #expect(ledger.held == Held(count: 1, bytes: 800))
+        ledger.acknowledged(mid: 1)                              // written
+        #expect(ledger.held == Held(count: 1, bytes: 300))
+        ledger.linkLost()
+        #expect(ledger.held == Held(count: 1, bytes: 300))      // QoS 1 stays queued in libmosquitto
+        ledger.acknowledged(mid: 2)
+        #expect(ledger.held == Held(count: 0, bytes: 0))
+    }
+}
+
 @Suite struct InFlightLedgerTests {
     @Test func countsUntilAcknowledgedEvenWhenTheAckComesFirst() {
         var ledger = InFlightLedger()

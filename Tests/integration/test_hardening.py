@@ -201,3 +201,86 @@ def test_reload_with_new_mqtt_settings_hands_the_offline_buffer_over(run_gattbri
     values = list(dict.fromkeys(int(m.text) for m in sub.received(topic)))
     missing = sorted(set(range(down_at, target)) - set(values))
     assert not missing, f"lost across the reload: {missing[:20]}"
+
+
+def publish_with_response_topic(mqtt, topic: str, payload: str, response_topic: str, correlation: bytes = b"c1"):
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+
+    properties = Properties(PacketTypes.PUBLISH)
+    properties.ResponseTopic = response_topic
+    properties.CorrelationData = correlation
+    mqtt.client.publish(topic, payload, qos=1, properties=properties).wait_for_publish(10)
+
+
+def test_response_topics_never_point_into_the_bridges_own_topics(run_gattbridge, peripheral, mosquitto, mqtt,
+                                                                  wait_until, tmp_path):
+    """Issue 27: an MQTT 5 Response Topic is the requester's choice; the bridge answers there only outside its base
+    topic and the discovery prefix, so a client allowed one `set` cannot borrow the bridge's write rights."""
+    lamp = peripheral("led", LAMP)
+    bridge = start_bridge(run_gattbridge, tmp_path, mosquitto, [lamp_device()])
+    bridge.wait_online(mqtt, "lamp")
+    set_topic = f"{BASE}/lamp/led/set"
+    forbidden = [f"{BASE}/other/led/set", f"{BASE}/bridge/state", "homeassistant/switch/x/config"]
+    mark = mqtt.mark()
+    for target in forbidden:
+        events = lamp.mark()
+        publish_with_response_topic(mqtt, set_topic, "ON", target)
+        lamp.wait_for(lambda e: e.get("event") == "write", 10, since=events)     # the command itself still runs
+    # A permitted one is answered, with its correlation data; by then the forbidden ones would have been too.
+    publish_with_response_topic(mqtt, set_topic, "OFF", "app/replies/lamp", b"c2")
+    mqtt.wait_for("app/replies/lamp", '{"status":"ok"}', 10, since=mark)
+    for target in forbidden:
+        assert not mqtt.received(target, mark), target
+    # The same for the bridge API: answered on B/bridge/response/<verb>, never on the bridge's state.
+    mark = mqtt.mark()
+    publish_with_response_topic(mqtt, f"{BASE}/bridge/request/health", '{"transaction":"rt"}', f"{BASE}/bridge/state")
+    mqtt.wait_for(f"{BASE}/bridge/response/health", lambda m: m.json().get("transaction") == "rt", 10, since=mark)
+    assert not mqtt.received(f"{BASE}/bridge/state", mark)
+    bridge.assert_running()
+
+
+def test_device_add_takes_secrets_only_from_the_secrets_directory(run_gattbridge, mosquitto, mqtt, tmp_path):
+    """Issue 27: `passkey_file` of a device added over MQTT names a file under `secrets_dir` only, with one answer
+    for every path outside it; a passkey file in use cannot be claimed by a new address; a newline in a name and an
+    interval of 5e-324 s are refused."""
+    from test_bridge_api import request, run_bridge, write_config
+
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "lock.passkey").write_text("024680\n")
+    (tmp_path / "elsewhere.passkey").write_text("135790\n")
+    (secrets / "link").symlink_to(tmp_path / "elsewhere.passkey")
+    path = write_config(tmp_path, mosquitto.port, [], ha=False, secrets_dir=str(secrets))
+    bridge = run_bridge(run_gattbridge, path, mqtt)
+
+    def lock(name: str, address: str, passkey_file: str, **extra) -> dict:
+        return {**device(name, address, [channel("led", LED_CHAR, "hex", mode="read", interval=60)]),
+                "pairing": "passkey", "passkey_file": passkey_file, **extra}
+
+    answers = {}
+    for label, target in [("missing", "/nonexistent/x"), ("directory", "/etc"), ("other file", "/etc/hostname"),
+                          ("outside", str(tmp_path / "elsewhere.passkey")), ("dotdot", "../elsewhere.passkey"),
+                          ("symlink", "link")]:
+        answer = request(mqtt, bridge, "device/add", lock(f"probe-{len(answers)}", f"C0:FF:EE:00:27:{len(answers) + 16:02X}",
+                                                          target))
+        assert answer["status"] == "error", (label, answer)
+        answers[label] = answer["error"].replace(f"probe-{len(answers)}", "X")
+    # One answer for every path outside: nothing tells a missing file from a directory or a readable one.
+    assert len(set(answers.values())) == 1, answers
+    assert "secrets directory" in answers["missing"] and "/etc/hostname" not in answers["other file"], answers
+
+    added = request(mqtt, bridge, "device/add", lock("api-lock", "C0:FF:EE:00:27:01", "lock.passkey"))
+    assert added["status"] == "ok", added
+    taken = request(mqtt, bridge, "device/add", lock("thief", "C0:FF:EE:00:27:02", str(secrets / "lock.passkey")))
+    assert taken["status"] == "error" and "already used by device \"api-lock\"" in taken["error"], taken
+
+    newline = request(mqtt, bridge, "device/add", device("bad\nFORGED line", "C0:FF:EE:00:27:03",
+                                                         [channel("led", LED_CHAR, "hex", mode="read", interval=60)]))
+    assert newline["status"] == "error" and "control characters" in newline["error"], newline
+    tiny = request(mqtt, bridge, "device/add", device("busy", "C0:FF:EE:00:27:04",
+                                                      [channel("led", LED_CHAR, "hex", mode="read", interval=5e-324)]))
+    assert tiny["status"] == "error" and "at least 0.1 s" in tiny["error"], tiny
+    assert not any(line.startswith("FORGED") for line in bridge.process.stderr.splitlines())
+    assert "135790" not in bridge.process.stderr and "024680" not in bridge.process.stderr
+    bridge.assert_running()

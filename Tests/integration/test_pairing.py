@@ -50,6 +50,16 @@ def daemon_name(bus, pid: int) -> str:
 
 
 def agent_call(bus, name: str, member: str, signature: str, *args):
+    """An org.bluez.Agent1 call as bluetoothd makes it: from the owner of org.bluez (BlueZoo relays it; the agent
+    answers nobody else)."""
+    device, extra = args[0], (str(args[1]) if len(args) > 1 else "")
+    (passkey,) = bus.call("org.bluez", "/org/bluezoo/bench/agent", "org.bluezoo.BenchAgent1", "Call", "sssos",
+                          name, AGENT, member, device, extra)
+    return (passkey,) if member == "RequestPasskey" else ()
+
+
+def direct_agent_call(bus, name: str, member: str, signature: str, *args):
+    """The same call straight from the test's own bus connection: any process on the system bus could make it."""
     return bus.call(name, AGENT, "org.bluez.Agent1", member, signature, *args)
 
 
@@ -105,6 +115,10 @@ def test_the_agent_answers_only_for_saved_devices_that_pair(run_gattbridge, mosq
     assert rejected(bus, name, "RequestConfirmation", "ou", dev_path("C0:FF:EE:00:09:0F"), 1), "an unknown device"
     assert rejected(bus, name, "RequestPasskey", "o", dev_path(BULB)), "a just_works device has no passkey"
     assert rejected(bus, name, "RequestPinCode", "o", dev_path(LOCK)), "legacy PIN codes are not configured"
+    # Issue 27: the same request from any other connection on the bus is refused, whatever it asks.
+    with pytest.raises(DBusError) as refused:
+        direct_agent_call(bus, name, "RequestPasskey", "o", dev_path(LOCK))
+    assert refused.value.name == "org.bluez.Error.Rejected", refused.value
 
     # A reload that drops the lock: it is refused from then on.
     write_config(tmp_path, mosquitto.port, [led_device("bulb", BULB, pairing="just_works"), led_device("lock", LOCK),

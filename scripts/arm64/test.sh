@@ -7,7 +7,8 @@
 #   3. The binary it ships, unpacked, runs under qemu-aarch64-static with a Debian 12 arm64 root that holds only the
 #      runtime libraries its Depends: name (and their own dependencies): `--version` equals the amd64 build's, then
 #      integration scenarios against the simulated bench (ARM64_SCENARIOS below): scan, a device's notifications
-#      reaching MQTT, set written to the peripheral, SIGHUP reload, SIGTERM publishing offline, systemd readiness.
+#      reaching MQTT, set written to the peripheral, SIGHUP reload, SIGTERM publishing offline, systemd readiness,
+#      and broadcasts decoded (encrypted BTHome: OpenSSL's AES-CCM on arm64).
 #
 # There is no binfmt_misc here, so the binary runs by a wrapper that execs qemu (signals sent to the wrapper's pid
 # reach the guest program: qemu forwards them). ARM64_PYTEST_ARGS adds pytest arguments.
@@ -30,18 +31,7 @@ grep -Eq '(^|, )libc6 \(>= 2\.36\)' <<<"$depends" || fail "Depends: lacks libc6 
 for lib in libdbus-1-3 libmosquitto1 libsystemd0 libyaml-0-2 bluez; do
     grep -Eq "(^|, )$lib( |,|$)" <<<"$depends" || fail "Depends: lacks $lib"
 done
-if ! command -v lintian >/dev/null; then
-    log "installing lintian (host tool for the check, as make test-deb does)"
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends lintian >/dev/null \
-        || { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive \
-             apt-get install -y -qq --no-install-recommends lintian >/dev/null; }
-fi
-set +e
-lintian_out="$(lintian --fail-on error "$DEB" 2>&1)"
-lintian_rc=$?
-set -e
-grep -v '^running with root privileges is not recommended!$' <<<"$lintian_out" >&2 || true
-[ "$lintian_rc" -eq 0 ] || fail "lintian exited $lintian_rc"
+bash "$REPO/scripts/deb/lintian.sh" "$DEB" || fail "lintian"
 
 # --- 2. Depends: against Debian 12 arm64's archive ------------------------------------------------------------------
 papt_update "$TARGET_SUITE" arm64
@@ -89,6 +79,7 @@ ARM64_SCENARIOS=(
     "Tests/integration/test_cli.py::test_scan_json_lists_peripherals_with_address_name_and_services"
     "Tests/integration/test_cli.py::test_listen_prints_heart_rate_json_lines"
     "Tests/integration/test_cli.py::test_config_check_reports_every_error_with_its_position"
+    "Tests/adverts/test_adverts_cli.py"
     "Tests/integration/test_bridge.py::test_values_flow_on_spec_topics"
     "Tests/integration/test_bridge.py::test_led_on_off_reaches_the_peripheral_and_reads_back"
     "Tests/integration/test_systemd.py::test_ready_then_periodic_watchdog_pets"

@@ -24,6 +24,7 @@ exec 9> "$ARM64_CACHE/.lock"
 flock 9
 
 stamp_ok() { [ "$(cat "$1" 2>/dev/null)" = "$2" ]; }
+started=$(date +%s)
 
 # --- tools ------------------------------------------------------------------------------------------------------
 tools_key="debootstrap-sid qemu-user-static-bookworm v1"
@@ -153,4 +154,4 @@ JSON
     rm -rf "$DOWNLOADS/$TARGET_SUITE-arm64-dev"
     echo "$sdk_key" > "$SDK_DIR/.stamp"
 fi
-log "toolchain ready in $ARM64_CACHE"
+log "toolchain ready in $ARM64_CACHE ($(($(date +%s) - started)) s)"

@@ -58,14 +58,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # --- 1. lintian -------------------------------------------------------------------------------------------------
-log "lintian $DEB"
-# Exit status 1: an error tag; anything else non-zero: lintian itself failed. Both fail the test.
-set +e
-lintian_out="$(lintian --fail-on error "$DEB" 2>&1)"
-lintian_rc=$?
-set -e
-grep -v '^running with root privileges is not recommended!$' <<<"$lintian_out" >&2 || true
-[ "$lintian_rc" -eq 0 ] || fail "lintian exited $lintian_rc"
+bash "$REPO/scripts/deb/lintian.sh" "$DEB" || fail "lintian"
 t_lintian=$(($(date +%s) - started))
 
 # --- 2. a fresh Debian 12 root ------------------------------------------------------------------------------------

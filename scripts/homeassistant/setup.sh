@@ -8,12 +8,11 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VENV="$REPO/.venv-ha"
 REQUIREMENTS="$REPO/scripts/homeassistant/requirements.txt"
-STAMP="$VENV/.requirements.sha256"
 
 log() { printf 'setup-homeassistant: %s\n' "$*" >&2; }
 
-want="$(sha256sum "$REQUIREMENTS" | cut -d' ' -f1)"
-if [ -x "$VENV/bin/hass" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$want" ]; then
+. "$REPO/scripts/venv.sh"
+if [ -x "$VENV/bin/hass" ] && venv_current "$VENV" "$REQUIREMENTS"; then
     log "ok ($VENV up to date)"
     exit 0
 fi
@@ -28,11 +27,7 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info[:2] not in ((3, 11), (3
     log "$python is not Python 3.11 or 3.12, which Home Assistant 2024.3 needs; set PYTHON_HA=/path/to/python3.11"
     exit 1
 fi
-if ! [ -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c '' 2>/dev/null; then
-    log "creating $VENV with $python"
-    rm -rf "$VENV"
-    "$python" -m venv "$VENV"
-fi
+venv_create "$VENV" "$python"
 log "installing Home Assistant into $VENV (a few minutes)"
 # Home Assistant's own pins for its indirect dependencies (package_constraints.txt, shipped inside the package): without
 # them pip's resolver takes the newest habluetooth and then walks back through dozens of bluetooth-data-tools sdists.
@@ -40,5 +35,5 @@ home_assistant="$(grep -m1 '^homeassistant==' "$REQUIREMENTS")"
 "$VENV/bin/python" -m pip install --disable-pip-version-check -q --no-deps "$home_assistant"
 constraints="$("$VENV/bin/python" -c 'import pathlib, sysconfig; print(pathlib.Path(sysconfig.get_paths()["purelib"]) / "homeassistant" / "package_constraints.txt")')"
 "$VENV/bin/python" -m pip install --disable-pip-version-check -q -r "$REQUIREMENTS" -c "$constraints"
-echo "$want" > "$STAMP"
+venv_stamp "$VENV" "$REQUIREMENTS"
 log "ok"

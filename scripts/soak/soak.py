@@ -23,6 +23,12 @@ Faults, one every SOAK_FAULT_INTERVAL seconds (default 20, ±30 % jitter), in a 
                them still makes its round trip
   adapter_off  the central adapter the devices use is powered off (Adapter1.Powered): every device reconnects
                through the second central adapter (docs/adapters.md); the first is powered on again afterwards
+  birth_flood  20,000 Home Assistant birth messages (`homeassistant/status` `online`) at QoS 0: coalesced into a
+               few republishes; the daemon's RSS stays below 64 MB and a command right after still makes its round trip
+  forged_fleet_record  what any broker client could write on the fleet's topics: a handover request from a bridge
+               that does not exist, a retained owner record naming a lower id that is no bridge, and `offline` on
+               the daemon's own `B/bridge/<id>/state`: within 30 s the record and the state are the daemon's again
+               and both stamp streams flow
   adapter_wedged  that adapter is wedged (bench/bluezoo_patched.py's Bench1.Wedge: StartDiscovery and Connect fail
                until a power cycle) and a stamp peripheral restarts, so its reconnection goes through the wedged
                adapter: the daemon detects the wedge (window shortened to SOAK_WEDGE_WINDOW s, default 10, through
@@ -64,7 +70,9 @@ from common import (BASE, MOSQUITTO_EXTRA, REPO, World, gattbridge_binary, machi
 from bench.bench import Mosquitto, persistent_broker_config  # noqa: E402
 
 FAULTS = ["peripheral", "bluez", "mosquitto", "sighup", "bad_command", "bad_serial", "retained_command",
-          "huge_publish", "get_flood", "adapter_off", "adapter_wedged"]
+          "huge_publish", "get_flood", "adapter_off", "adapter_wedged", "birth_flood", "forged_fleet_record"]
+FLEET_ID = "soak"               # the daemon is a fleet of one, so forged fleet records have something to hit
+RSS_LIMIT_KB = 64 * 1024
 LINK_FAULTS = {"peripheral", "bluez", "adapter_off", "adapter_wedged"}
 SECOND_CENTRAL = "00:00:00:00:0A:02"
 
@@ -149,7 +157,10 @@ class Soak:
         # adapters too, which the daemon must not use as centrals).
         self.central2 = b.bluez.add_adapter(SECOND_CENTRAL)
         with open(self.world.config, "a") as f:
-            f.write(f"bluetooth:\n  adapters: [hci0, {self.central2}]\n")
+            f.write(f"bluetooth:\n  adapters: [hci0, {self.central2}]\nbridge:\n  id: {FLEET_ID}\n")
+        # Home Assistant discovery on, for the birth flood.
+        self.world.config.write_text(self.world.config.read_text().replace("homeassistant:\n  enabled: false",
+                                                                           "homeassistant:\n  enabled: true", 1))
         self.wedge_window = float(os.environ.get("SOAK_WEDGE_WINDOW", 10))
         self.sub = Subscriber(self.broker.host, self.broker.port)
         self.notify = b.sd_notify_listener()
@@ -438,6 +449,22 @@ class Soak:
             detail["reads_published"] = sum(1 for m in self.sub.since(mark)
                                             if m[1] == f"{BASE}/hm10/serial" and m[2] == b"")
             recovered = echoed[0] if echoed else None
+        elif kind == "birth_flood":
+            for _ in range(20_000):
+                self.sub.publish("homeassistant/status", b"online", qos=0)
+            probe = self.send_command()
+            echoed = self.sub.wait_for(lambda m: m[1] == f"{BASE}/hm10/serial" and m[2] == probe.encode(), 60, mark)
+            detail["rss_kb"] = sample(self.gb.pid).rss_kb
+            recovered = echoed[0] if echoed and detail["rss_kb"] < RSS_LIMIT_KB else None
+        elif kind == "forged_fleet_record":
+            owner, state = f"{BASE}/fd/owner", f"{BASE}/bridge/{FLEET_ID}/state"
+            self.sub.publish(f"{owner}/request", json.dumps({"bridge": "zz", "rssi": 20}).encode())
+            self.sub.publish(owner, json.dumps({"bridge": "0", "rssi": 20, "since": 1}).encode(), retain=True)
+            self.sub.publish(state, b"offline", retain=True)
+            record = self.sub.wait_for(lambda m: m[1] == owner and f'"bridge":"{FLEET_ID}"'.encode() in m[2], 30, mark)
+            online = self.sub.wait_for(lambda m: m[1] == state and m[2] == b"online", 30, mark)
+            times = [self.wait_flow(p, mark, timeout=30) for p in ("fd", "sig")]
+            recovered = max([record[0], online[0]] + times) if record and online and all(times) else None
         if recovered is None:
             detail["recovered"] = False
             log(f"fault {kind}: NOT recovered")

@@ -33,6 +33,10 @@ struct BridgeAPIFeature: BridgeFeature {
     static let listenTime = OwnershipMachine.listenTime
     /// Fleet: shared requests that arrive before that are held, at most this many.
     static let maxHeld = 64
+    /// Requests that may wait for the API's loop; beyond, a flood's requests are dropped (`RequestBacklog`).
+    static let maxQueuedRequests = 256
+    /// The shortest interval between two log lines about dropped requests.
+    static let dropLogPeriod: Duration = .seconds(5)
 
     enum Input: Sendable {
         case event(CoreEvent)
@@ -55,11 +59,30 @@ struct BridgeAPIFeature: BridgeFeature {
         var sequence = 0
         let (inputs, input) = AsyncStream.makeStream(of: Input.self)
         await withDiscardingTaskGroup { group in
+            let backlog = RequestBacklog(limit: Self.maxQueuedRequests)
+            let logger = logger
             group.addTask {
-                for await event in events { input.yield(.event(event)) }
+                var nextLog = ContinuousClock.now
+                for await event in events {
+                    if case .message(let message) = event, RequestBacklog.isRequest(message.topic) {
+                        guard backlog.admit() else {
+                            if ContinuousClock.now >= nextLog {
+                                nextLog = .now + Self.dropLogPeriod
+                                logger.warning("bridge API busy: \(backlog.takeDropped()) request(s) dropped")
+                            }
+                            continue
+                        }
+                    }
+                    input.yield(.event(event))
+                }
                 input.finish()
             }
             for await next in inputs {
+                if case .event(.message(let message)) = next, RequestBacklog.isRequest(message.topic),
+                   backlog.taken() == 0 {
+                    let dropped = backlog.takeDropped()
+                    if dropped > 0 { logger.warning("bridge API busy: \(dropped) request(s) dropped") }
+                }
                 var received: [(MQTTMessage, verb: String, shared: Bool)] = []
                 var listen = false
                 switch next {

@@ -24,6 +24,8 @@ struct EventLogFeature: BridgeFeature {
         /// Losses not yet logged, by reason, and the running total of the newest report of each.
         var unloggedDrops: [MQTTDropReport.Reason: (count: Int, total: Int)] = [:]
         var dropWindowOpen = false
+        /// The running total of each reason as last logged.
+        var loggedTotals: [MQTTDropReport.Reason: Int] = [:]
 
         /// One line per reason for what was lost since the last line, and one `B/bridge/log` report per reason.
         func flushDrops() {
@@ -34,6 +36,7 @@ struct EventLogFeature: BridgeFeature {
                 logger.log(level: level, "\(lost.count) MQTT message(s) lost: \(Self.explain(reason))",
                            metadata: ["total": "\(lost.total)"])
                 if reason != .notConnected { unreportedDrops[reason, default: 0] += lost.count }
+                loggedTotals[reason] = lost.total
             }
             unloggedDrops = [:]
             reportDrops()
@@ -54,14 +57,16 @@ struct EventLogFeature: BridgeFeature {
             switch input {
             case .event(.brokerConnected):
                 connected = true
-                reportDrops()
+                flushDrops()
             case .event(.brokerDisconnected):
                 connected = false
             case .event(.messagesDropped(let report)):
                 // A flood drops thousands of messages, each in its own report: one line per period, not per report
                 // (the reports on `B/bridge/log` would otherwise be dropped in turn, feeding the flood).
-                let previous = unloggedDrops[report.reason]?.count ?? 0
-                unloggedDrops[report.reason] = (previous + report.count, report.total)
+                // Counted from the running totals: a consumer that fell behind misses reports, never totals.
+                let logged = loggedTotals[report.reason] ?? (report.total - report.count)
+                let newest = max(report.total, unloggedDrops[report.reason]?.total ?? 0)
+                unloggedDrops[report.reason] = (newest - logged, newest)
                 guard !dropWindowOpen else { break }
                 flushDrops()
                 dropWindowOpen = true
@@ -121,6 +126,7 @@ struct EventLogFeature: BridgeFeature {
         case .notConnected: "QoS 0 while the broker was unreachable"
         case .shutdown: "still unsent when the client shut down"
         case .oversizeReceived: "a received packet over the maximum packet size"
+        case .inboxFull: "received while the bridge was too far behind"
         }
     }
 

@@ -31,6 +31,9 @@ struct FleetFeature: BridgeFeature {
         var brokerUp = false
         var filters: [String] = []
         var reassertPending = false
+        /// The other bridges' states as last seen since the broker connected: a machine created later (a device
+        /// added) learns from them which bridges are live, as the retained states will not come again.
+        var bridgeStates: [String: Bool] = [:]
 
         func apply(_ name: String, _ actions: [OwnershipAction]) -> [(at: ContinuousClock.Instant, timer: Timer)] {
             guard let device = devices[name] else { return [] }
@@ -86,6 +89,7 @@ struct FleetFeature: BridgeFeature {
                 }
                 let oldTopics = topics
                 topics = BridgeTopics(settings: config.mqtt)
+                if oldTopics.base != topics.base { bridgeStates = [:] }   // the new base's states are replayed
                 let newDevices = Dictionary(config.devices.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
                 for (name, machine) in old where machine.owns && newDevices[name] == nil {
                     // Removed from the config while ours: the record goes with it.
@@ -104,7 +108,12 @@ struct FleetFeature: BridgeFeature {
                         if old[device.name]?.owns == true { context.setOwnership(device.name, owned: false) }
                         machines[device.name] = OwnershipMachine(id: fleet.id, handoverAfter: fleet.handoverAfter,
                                                                  unreachableAfter: fleet.unreachableAfter)
-                        if brokerUp { timers += feed(device.name, .brokerConnected) }
+                        if brokerUp {
+                            timers += feed(device.name, .brokerConnected)
+                            for (bridge, online) in bridgeStates.sorted(by: { $0.key < $1.key }) {
+                                timers += feed(device.name, .bridgeState(bridge, online: online))
+                            }
+                        }
                     }
                 }
                 // Subscribed again only when they change: a new subscription replays every retained record.
@@ -119,6 +128,7 @@ struct FleetFeature: BridgeFeature {
 
             case .event(.brokerConnected):
                 brokerUp = true
+                bridgeStates = [:]
                 return feedAll(.brokerConnected)
 
             case .event(.brokerDisconnected):
@@ -152,6 +162,7 @@ struct FleetFeature: BridgeFeature {
                         reassertPending = true
                         return [(.now + Self.reassertDelay, .reassertAvailability)]
                     }
+                    bridgeStates[bridge] = online
                     return feedAll(.bridgeState(bridge, online: online))
                 }
                 if let level = topics.parseOwner(message.topic), let name = byLevel[level] {

@@ -36,10 +36,10 @@ struct HomeAssistantFeature: BridgeFeature {
 
         /// Publishes every config (`changedOnly`: those whose payload differs from the last one published); true
         /// when one of them was never published before by this process.
-        func publishAll(changedOnly: Bool = false) -> Bool {
+        func publishAll(changedOnly: Bool = false, among candidates: [DeviceConfig]? = nil) -> Bool {
             guard let discovery, discovery.isEnabled else { return false }
             var fresh = false
-            let devices = discovery.config.devices.filter(speaksFor)
+            let devices = (candidates ?? discovery.config.devices).filter(speaksFor)
             for message in devices.flatMap({ discovery.messages(for: $0, identity: identities[$0.name]) }) {
                 if changedOnly, published[message.topic] == message.payload { continue }
                 publish(message)
@@ -88,7 +88,13 @@ struct HomeAssistantFeature: BridgeFeature {
                     context.subscribe(next.configFilter)
                     published = [:]
                 }
-                if publishAll(changedOnly: true) { return statesSoon() }
+                // Only devices whose config changed can have new configs, unless what every config shares changed.
+                var candidates: [DeviceConfig]?
+                if let old, old.mqtt == config.mqtt, old.homeassistant == config.homeassistant, old.fleet == config.fleet {
+                    let before = Dictionary(old.devices.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+                    candidates = config.devices.filter { before[$0.name] != $0 }
+                }
+                if publishAll(changedOnly: true, among: candidates) { return statesSoon() }
             case .event(.brokerConnected):
                 if publishAll() { return statesSoon() }
             case .event(.ownership(let device, let isOwned)):
@@ -103,10 +109,8 @@ struct HomeAssistantFeature: BridgeFeature {
             case .event(.identified(let device, let identity)):
                 identities[device.name] = identity
                 guard let discovery, discovery.isEnabled else { break }
-                for message in discovery.messages(for: device, identity: identity)
-                where published[message.topic] != message.payload {
-                    publish(message)
-                }
+                // Once per connection of the device: said again even when unchanged (a reconnect after a reload).
+                for message in discovery.messages(for: device, identity: identity) { publish(message) }
             case .event(.message(let message)):
                 guard let discovery, discovery.isEnabled else { break }
                 if message.topic == discovery.statusTopic {

@@ -119,6 +119,24 @@ import Testing
         }
     }
 
+    /// `offline` on this bridge's own state while it is connected is someone else's: said back at once (retained
+    /// `online`), and the devices' availability a moment later; another bridge's state is left alone.
+    @Test func aForgedOfflineOnTheOwnStateIsSaidBack() async throws {
+        let (lamp, _) = try devices()
+        try await withFeature(FleetFeature(logger: .init(label: "test"))) { host, link in
+            var requests = host.requestStream.makeAsyncIterator()
+            host.emit(.configApplied(old: nil, new: fleetConfig([lamp])))
+            try await eventually("subscribed") { link.filters.withLock { $0.count } == 3 }
+            host.emit(.brokerConnected)
+            _ = host.route(MQTTMessage(topic: "b/bridge/c/state", string: "offline"))
+            _ = host.route(MQTTMessage(topic: "b/bridge/a/state", string: "offline"))
+            try await eventually("said back") { link.payloads("b/bridge/a/state") == ["online"] }
+            #expect(link.payloads("b/bridge/c/state").isEmpty)
+            guard case .republish(let states) = await requests.next() else { Issue.record("no republish"); return }
+            #expect(!states)
+        }
+    }
+
     /// A reload that renames the bridge gives its devices up (the core still believed it owned them) and claims
     /// them again under the new id.
     @Test func aNewIdGivesUpAndClaimsAgain() async throws {

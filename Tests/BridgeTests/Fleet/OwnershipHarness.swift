@@ -40,8 +40,14 @@ struct OwnershipHarness {
     mutating func advance(_ duration: Duration) { now += duration }
 
     /// Connected, listened, and the device seen at `rssi`: the state the retained topics left it in.
-    mutating func connect(record: OwnerRecord? = nil, offline: [String] = [], rssi: Int? = -60) {
+    /// `live` bridges (the fleet's usual names) have their retained state `online`, unless listed in `offline`; any
+    /// other name is no bridge at all.
+    mutating func connect(record: OwnerRecord? = nil, offline: [String] = [], rssi: Int? = -60,
+                          live: [String] = ["a", "b", "c", "d"]) {
         send(.brokerConnected)
+        for bridge in live where bridge != machine.id && !offline.contains(bridge) {
+            send(.bridgeState(bridge, online: true))
+        }
         if let record { send(.owner(record)) }
         for bridge in offline { send(.bridgeState(bridge, online: false)) }
         if let rssi { send(.sighting(rssi)) }
@@ -79,6 +85,13 @@ struct FleetHarness {
         while !queue.isEmpty {
             let (target, next) = queue.removeFirst()
             let actions = bridges[target]!.send(next)
+            if case .brokerConnected = next {
+                // The retained states: every bridge on the broker is `online`, and says so to the others.
+                for other in bridges.keys.sorted() where other != target && !down.contains(other) {
+                    queue.append((target, .bridgeState(other, online: true)))
+                    queue.append((other, .bridgeState(target, online: true)))
+                }
+            }
             for action in actions {
                 switch action {
                 case .publishOwner(let record):

@@ -130,6 +130,28 @@ import Testing
         #expect(h.send(.released) == [])
     }
 
+    @Test func aRequestOrRecordNamingNoLiveBridgeMovesNothing() {
+        var h = OwnershipHarness(id: "b")
+        h.connect(rssi: -60)
+        h.claimAndOwn()
+        // A request from a bridge nobody has seen online, with the best signal there is: ignored.
+        #expect(h.send(.handoverRequested(by: "zz", rssi: 20)) == [])
+        #expect(h.machine.owns)
+        // A record naming a lower id that is no bridge: the owner says its own record again.
+        let mine = h.published().last!
+        #expect(h.send(.owner(OwnerRecord(bridge: "0", rssi: 20, since: 1))) == [.publishOwner(mine)])
+        #expect(h.machine.owns)
+        // Once that bridge is really there (its state online), a lower id's record wins as ever.
+        h.send(.bridgeState("0", online: true))
+        #expect(h.send(.owner(OwnerRecord(bridge: "0", rssi: -70, since: 2))) == [.own(false)])
+    }
+
+    @Test func aRecordNamingNoLiveBridgeIsNoOwner() {
+        var h = OwnershipHarness(id: "b")
+        h.connect(record: OwnerRecord(bridge: "ghost", rssi: -40, since: 1), rssi: -60)
+        #expect(h.isArmed(.claim))                                // nobody live owns it: claimed as usual
+    }
+
     @Test func aLowerIdClaimWinsOverAnOwner() {
         var h = OwnershipHarness(id: "b")
         h.connect()

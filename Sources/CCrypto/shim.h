@@ -1,0 +1,3 @@
+#include <openssl/evp.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
