@@ -40,6 +40,12 @@ extension BridgeCore {
         byAddress[device.address] = session
         board.register(device.name)
         spawner.yield(session)
+        if unannouncedOwnership.remove(device.name) != nil {
+            let owned = ownership.owns(device.name)
+            logger.notice("\(owned ? "owning" : "giving up") device \(device.name)")
+            host.emit(.ownership(device, owned: owned))
+            board.touch()
+        }
         // Fleet: a session that starts without the device (a reload replaced the one that was releasing it, and
         // stopped it disconnected) will never confirm that release; it is confirmed here, so the handover ends.
         if ownership.isFleet && !ownership.owns(device.name) { host.emit(.released(device)) }
@@ -54,7 +60,12 @@ extension BridgeCore {
                                            known: sessions[name] != nil && holders[name] != nil)))
         case .ownership(let name, let owned):
             await run(machine.handle(.ownership(device: name, owned: owned)))
-            guard ownership.set(name, owned: owned), let session = sessions[name] else { break }
+            guard ownership.set(name, owned: owned) else { break }
+            guard let session = sessions[name] else {
+                unannouncedOwnership.insert(name)
+                break
+            }
+            unannouncedOwnership.remove(name)
             logger.notice("\(owned ? "owning" : "giving up") device \(name)")
             session.send(.machine(.ownership(owned)))
             host.emit(.ownership(session.config, owned: owned))

@@ -48,6 +48,9 @@ public actor BridgeCore {
     let agentReadiness: AgentReadiness?
     /// Fleet: each session's values go through one of these; it carries the machine's holds to the value hot path.
     var holders: [String: HoldingPublisher] = [:]
+    /// Fleet: ownership decided while the device had no session (its config not applied yet by the loop): said when
+    /// the session starts, so the log and the features hear of it once, as for a device already running.
+    var unannouncedOwnership: Set<String> = []
     /// The running config and its generation, for readers outside the loop (the reload, the bridge API).
     let published: Mutex<(config: BridgeConfig, generation: UInt64)>
     let router: CommandRouter
