@@ -107,4 +107,3 @@ relativize_links() {
     done < <(find "$root" -type l -print0)
 }
 
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo --preserve-env=ARM64_CACHE,ARM64_MIRROR "$@"; fi; }

@@ -63,9 +63,10 @@ class Sample:
     rss_kb: int
     hwm_kb: int           # peak RSS since start
     pss_kb: int
-    switches: int         # voluntary + involuntary context switches, all threads (≈ wake-ups)
+    switches: int         # voluntary + involuntary context switches, all threads
     anon_kb: int = 0      # RssAnon: heap, stacks, dirtied data (what a leak grows)
     file_kb: int = 0      # RssFile: mapped code and read-only data (grows as new code paths run for the first time)
+    wakeups: int = 0      # voluntary context switches, all threads: a thread went to sleep and was woken again
 
 
 def sample(pid: int) -> Sample:
@@ -79,17 +80,19 @@ def sample(pid: int) -> Sample:
     for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
         if line.startswith("Pss:"):
             pss = int(line.split()[1])
-    switches = 0
+    switches = wakeups = 0
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
             for line in (task / "status").read_text().splitlines():
                 if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
                     switches += int(line.split()[1])
+                if line.startswith("voluntary_ctxt_switches"):
+                    wakeups += int(line.split()[1])
         except FileNotFoundError:
             pass
     anon = int(status.get("RssAnon", "0 kB").split()[0])
     file = int(status.get("RssFile", "0 kB").split()[0])
-    return Sample(time.monotonic(), cpu, rss, hwm, pss, switches, anon, file)
+    return Sample(time.monotonic(), cpu, rss, hwm, pss, switches, anon, file, wakeups)
 
 
 def cpu_seconds(pid: int) -> float:

@@ -155,6 +155,7 @@ class Runner:
             f"{name}_cpu_ms_per_1000": round(cpu / max(1, len(unique)) * 1e6, 2),
             f"{name}_cpu_us_per_notification": round(cpu / max(1, len(unique)) * 1e6, 2),
             f"{name}_switches_per_notification": round((after.switches - before.switches) / max(1, len(unique)), 3),
+            f"{name}_wakeups_per_notification": round((after.wakeups - before.wakeups) / max(1, len(unique)), 3),
             f"{name}_peak_rss_kb": peak.rss_kb, f"{name}_peak_pss_kb": peak.pss_kb,
             "_received": received,
         }
@@ -275,7 +276,7 @@ def alternate(world: World, runner: Runner, rounds: int, seconds: float) -> dict
     """The 1 kHz comparison again, `rounds` times, gattbridge and the floor relay taking turns (gattbridge on both
     paths, then the relay on each), so a machine whose load drifts during the run weighs on both alike. The ratios
     of the side-by-side table are the medians of these rounds."""
-    keys = ("cpu_us_per_notification", "switches_per_notification")
+    keys = ("cpu_us_per_notification", "switches_per_notification", "wakeups_per_notification")
     rows: dict[str, dict[str, list]] = {p: {"gattbridge": [], "floor": []} for p in ("fd", "sig")}
     for n in range(rounds):
         log(f"alternating round {n + 1}/{rounds}: gattbridge, then the floor relay, 1 kHz on both paths…")
@@ -341,6 +342,7 @@ def compare(r: dict) -> dict:
             "cpu_us_per_notification": (g["gattbridge_cpu_us_per_notification"], f["floor_cpu_us_per_notification"]),
             "switches_per_notification": (g["gattbridge_switches_per_notification"],
                                           f["floor_switches_per_notification"]),
+            "wakeups_per_notification": (g["gattbridge_wakeups_per_notification"], f["floor_wakeups_per_notification"]),
             "peak_rss_kb": (g["gattbridge_peak_rss_kb"], f["floor_peak_rss_kb"]),
             "peak_pss_kb": (g["gattbridge_peak_pss_kb"], f["floor_peak_pss_kb"]),
             "idle_rss_kb": (r["idle"]["rss_kb"], r["floor"]["idle"][p]["rss_kb"]),
@@ -541,6 +543,9 @@ def summarize_floor(r: dict) -> None:
              f"{q['cpu_us_per_notification']['floor']:.1f} µs", x(q["cpu_us_per_notification"]["ratio"])),
             (f"context switches per notification @ 1 kHz", p, f"{q['switches_per_notification']['gattbridge']:.2f}",
              f"{q['switches_per_notification']['floor']:.2f}", x(q["switches_per_notification"]["ratio"])),
+            (f"wake-ups (voluntary switches) per notification @ 1 kHz", p,
+             f"{q['wakeups_per_notification']['gattbridge']:.2f}", f"{q['wakeups_per_notification']['floor']:.2f}",
+             x(q["wakeups_per_notification"]["ratio"])),
             (f"RSS, peak @ 1 kHz", p, f"{q['peak_rss_kb']['gattbridge'] / 1024:.1f} MiB",
              f"{q['peak_rss_kb']['floor'] / 1024:.1f} MiB", x(q["peak_rss_kb"]["ratio"])),
             (f"PSS, peak @ 1 kHz", p, f"{q['peak_pss_kb']['gattbridge'] / 1024:.1f} MiB",
@@ -587,6 +592,7 @@ def summarize_alternating(r: dict) -> None:
     rows = []
     units = {"cpu_us_per_notification": ("CPU per notification", " µs", 1),
              "switches_per_notification": ("context switches per notification", "", 2),
+             "wakeups_per_notification": ("wake-ups (voluntary switches) per notification", "", 2),
              "added_p50_ms": ("added latency p50", " ms", 2), "added_p99_ms": ("added latency p99", " ms", 2)}
     for p in ("fd", "sig"):
         for key, (label, unit, digits) in units.items():
