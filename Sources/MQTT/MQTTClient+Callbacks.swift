@@ -81,7 +81,7 @@ extension MQTTClient {
             reportDrop(.inboxFull, count: 1)
             return
         }
-        messageSink.yield(received)
+        messageSink.yield(.message(received))
     }
 
     static func responseTopic(_ properties: OpaquePointer?) -> String? {

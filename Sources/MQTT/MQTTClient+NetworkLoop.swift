@@ -199,11 +199,12 @@ extension MQTTClient {
             return (state.subscriptions.count, backlog)
         }
         logger.info("MQTT connected", metadata: ["subscriptions": "\(subscriptions)", "flushed": "\(flushed)"])
-        states.update(.connected)
+        if states.update(.connected) { messageSink.yield(.connected) }
     }
 
     private func noteDisconnected(code: Int32, description: String) {
         guard states.update(.disconnected(reasonCode: code, description: description)) else { return }
+        messageSink.yield(.disconnected)
         if stopRequested.load(ordering: .relaxed) {
             logger.info("MQTT disconnected for shutdown")
         } else {

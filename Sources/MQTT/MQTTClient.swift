@@ -31,7 +31,7 @@ public final class MQTTClient: Sendable {
     let stopRequested = Atomic<Bool>(false)
     /// Written in the message callback, where the session lock must not be taken.
     let oversizeDropped = Atomic<Int>(0)
-    let messageSink: AsyncStream<MQTTMessage>.Continuation
+    let messageSink: AsyncStream<MQTTInbound>.Continuation
     let dropSink: AsyncStream<MQTTDropReport>.Continuation
 
     /// Every message received on a subscribed filter, in arrival order. Meant for one consumer. At most
@@ -52,7 +52,7 @@ public final class MQTTClient: Sendable {
         handle = try MosquittoHandle(configuration: configuration)
         session = Mutex(SessionState(bufferLimit: configuration.offlineBufferLimit,
                                      byteLimit: configuration.offlineBufferBytes))
-        let (stream, sink) = AsyncStream.makeStream(of: MQTTMessage.self)
+        let (stream, sink) = AsyncStream.makeStream(of: MQTTInbound.self)
         messageSink = sink
         let wake = WakeSignal()
         self.wake = wake

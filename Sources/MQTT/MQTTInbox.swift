@@ -25,23 +25,60 @@ final class InboxGauge: Sendable {
     }
 }
 
+/// What the network thread hands the consumer, in the order it happened: a message received, or the link coming up
+/// or going down. One stream carries both so that a consumer can tell which connection a message came on: the
+/// retained messages a (re)subscription replays always follow the `.connected` of their connection.
+public enum MQTTInbound: Sendable, Equatable {
+    case message(MQTTMessage)
+    case connected
+    case disconnected
+}
+
 /// `MQTTClient.messages`: the received messages in arrival order; taking one releases its bytes from the inbox
-/// bound (`InboxGauge`). Meant for one consumer.
+/// bound (`InboxGauge`). Meant for one consumer, which reads either this or `inbound` (the same stream, with the
+/// connection changes between the messages).
 public struct MQTTInbox: AsyncSequence, Sendable {
     public typealias Element = MQTTMessage
     public typealias Failure = Never
 
-    let stream: AsyncStream<MQTTMessage>
+    let stream: AsyncStream<MQTTInbound>
+    let gauge: InboxGauge
+
+    /// The same inbox with the connection changes in their place between the messages.
+    public var inbound: MQTTInboundSequence { MQTTInboundSequence(stream: stream, gauge: gauge) }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: MQTTInboundSequence.AsyncIterator
+
+        public mutating func next() async -> MQTTMessage? {
+            while let next = await base.next() {
+                if case .message(let message) = next { return message }
+            }
+            return nil
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: inbound.makeAsyncIterator())
+    }
+}
+
+/// `MQTTInbox.inbound`.
+public struct MQTTInboundSequence: AsyncSequence, Sendable {
+    public typealias Element = MQTTInbound
+    public typealias Failure = Never
+
+    let stream: AsyncStream<MQTTInbound>
     let gauge: InboxGauge
 
     public struct AsyncIterator: AsyncIteratorProtocol {
-        var base: AsyncStream<MQTTMessage>.AsyncIterator
+        var base: AsyncStream<MQTTInbound>.AsyncIterator
         let gauge: InboxGauge
 
-        public mutating func next() async -> MQTTMessage? {
-            guard let message = await base.next() else { return nil }
-            gauge.taken(message.footprint)
-            return message
+        public mutating func next() async -> MQTTInbound? {
+            guard let next = await base.next() else { return nil }
+            if case .message(let message) = next { gauge.taken(message.footprint) }
+            return next
         }
     }
 

@@ -160,7 +160,6 @@ public actor BridgeCore {
         case .bluez(let event): await bluezEvent(event)
         case .broker(let connected):
             if connected { link.publish(topics.bridgeState, "online", qos: 1, retain: true) }
-            host.emit(connected ? .brokerConnected : .brokerDisconnected)
         case .dropped(let report): host.emit(.messagesDropped(report))
         case .clientReplaced(let client, let done):
             for filter in topics.commandFilters { client.subscribe(filter, qos: .atLeastOnce, retainHandling: .doNotSend) }
@@ -232,11 +231,15 @@ public actor BridgeCore {
     }
 
     /// The broker (re)connected: what it may have lost (retained state, after a restart without persistence) is sent again.
+    /// The features hear of it at once, from the caller's task: the caller (`MQTTService`) hands on the messages
+    /// of the connection after this, and a feature must see them after the connect, not before (see `FeatureHost`).
     public nonisolated func brokerConnected() {
+        host.emit(.brokerConnected)
         sink.yield(.broker(connected: true))
     }
 
     public nonisolated func brokerDisconnected() {
+        host.emit(.brokerDisconnected)
         sink.yield(.broker(connected: false))
     }
 

@@ -58,24 +58,26 @@ final class MQTTService: Service, Sendable {
         client.start()
     }
 
+    /// Messages and connection changes are handed on from one task in the network thread's order: the features
+    /// must hear of a (re)connect before the retained messages it replays, or they would take what they just learnt
+    /// for stale and forget it. Nothing is handed on before the core has started (its features have their config).
     private func pump(_ client: MQTTClient) async {
+        _ = await core.ping()
         await withDiscardingTaskGroup { group in
             group.addTask {
-                for await message in client.messages { self.core.handle(message) }
+                for await inbound in client.messages.inbound {
+                    switch inbound {
+                    case .message(let message): self.core.handle(message)
+                    case .connected: self.core.brokerConnected()
+                    // A client a reload replaced says goodbye after its successor may have connected.
+                    case .disconnected: if self.link.client === client { self.core.brokerDisconnected() }
+                    }
+                }
             }
             group.addTask {
                 for await report in client.drops { self.core.messagesDropped(report) }
             }
-            var wasConnected = false
-            for await state in client.connectionStates() {
-                if state == .connected {
-                    core.brokerConnected()
-                } else if wasConnected {
-                    core.brokerDisconnected()
-                }
-                wasConnected = state == .connected
-                statusChanged()
-            }
+            for await _ in client.connectionStates() { statusChanged() }
         }
     }
 
