@@ -33,7 +33,7 @@ let package = Package(
         // Characteristic bytes <-> MQTT payloads, text framing, JSON writing.
         .target(name: "Codecs"),
         // YAML config: libyaml parse tree with positions, strict validation.
-        .target(name: "Config", dependencies: ["CYAML", "Codecs", "Bluetooth"]),
+        .target(name: "Config", dependencies: ["CYAML", "Codecs", "Bluetooth", "Adverts"]),
         // MQTT client over libmosquitto: reconnect, resubscribe, offline buffer.
         .target(name: "MQTT", dependencies: [
             "CMosquitto", "Durations",
@@ -48,7 +48,7 @@ let package = Package(
         // The bridge core: device sessions, commands, features on core events (availability, RSSI, events and logs,
         // Home Assistant), and the daemon's services.
         .target(name: "Bridge", dependencies: [
-            "BlueZ", "Bluetooth", "Codecs", "Config", "DBus", "Durations", "MQTT", "Systemd",
+            "Adverts", "BlueZ", "Bluetooth", "Codecs", "Config", "DBus", "Durations", "MQTT", "Systemd",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),

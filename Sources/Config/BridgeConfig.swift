@@ -17,6 +17,8 @@ public struct BridgeConfig: Sendable, Equatable {
     /// `reply_prefix`: when set, MQTT 5 Response Topics are honoured only under it (otherwise anywhere outside the
     /// bridge's base topic and the discovery prefix).
     public var replyPrefix: String?
+    /// `adverts:`: passive broadcasts (docs/adverts.md).
+    public var adverts = AdvertSettings()
 
     public static let defaultStateDir = "/var/lib/gattbridge"
     public static let defaultSecretsDir = "/etc/gattbridge/secrets"

@@ -1,3 +1,4 @@
+import Adverts
 import Bluetooth
 
 /// One entry of `devices:`.
@@ -11,23 +12,32 @@ public struct DeviceConfig: Sendable, Equatable {
     public var pairing: PairingConfig
     /// `adapter: hciN` pins the device to one adapter; nil (`any`, the default) lets the bridge choose (docs/adapters.md).
     public var adapter: String?
+    /// Passive (docs/adverts.md): the format its broadcasts are decoded in; nil for a device that only connects.
+    public var advert: AdvertSelection?
+    /// The key of an encrypted BTHome or Xiaomi broadcaster (`bindkey_file:`, or `bindkey:` inline); never printed.
+    public var bindkey: Bindkey?
 
     public init(name: String, address: BluetoothAddress, channels: [ChannelConfig],
                 source: DeviceSource = DeviceSource(kind: .config, file: "", line: 0), pairing: PairingConfig = .none,
-                adapter: String? = nil) {
+                adapter: String? = nil, advert: AdvertSelection? = nil, bindkey: Bindkey? = nil) {
         self.name = name
         self.address = address
         self.channels = channels
         self.source = source
         self.pairing = pairing
         self.adapter = adapter
+        self.advert = advert
+        self.bindkey = bindkey
     }
+
+    /// Only broadcasts: no channels, so no connection is ever made.
+    public var isPassive: Bool { advert != nil && channels.isEmpty }
 
     /// Ignores `source`: a device whose entry moved (a comment added above it) has not changed, and a reload must
     /// not interrupt it.
     public static func == (lhs: DeviceConfig, rhs: DeviceConfig) -> Bool {
         lhs.name == rhs.name && lhs.address == rhs.address && lhs.channels == rhs.channels && lhs.pairing == rhs.pairing
-            && lhs.adapter == rhs.adapter
+            && lhs.adapter == rhs.adapter && lhs.advert == rhs.advert && lhs.bindkey == rhs.bindkey
     }
 
     /// The device's MQTT topic level (`D` in docs/mqtt.md).
@@ -38,6 +48,8 @@ public struct DeviceConfig: Sendable, Equatable {
 public struct DeviceSource: Sendable, Equatable {
     public enum Kind: String, Sendable {
         case config, api
+        /// Heard in an `adverts.auto` format and never saved: tracked while it broadcasts, adoptable with `device/add`.
+        case advert
     }
 
     public var kind: Kind
