@@ -39,6 +39,9 @@ public enum CoreEvent: Sendable {
     case released(DeviceConfig)
     /// Fleet: whether this bridge has a connection slot for the device, should it own it (`AdapterSet.hasRoom`).
     case room(DeviceConfig, Bool)
+    /// Passive (docs/adverts.md): an advertisement one adapter heard, when `adverts.enabled`; for any broadcaster,
+    /// saved or not (the adverts feature decides what it is).
+    case broadcast(HeardBroadcast)
     /// The bridge is shutting down; the broker connection is still up.
     case stopping
     /// The adapters' states (docs/adapters.md `B/bridge/adapters`) or where devices are placed (device name → adapter) changed.
