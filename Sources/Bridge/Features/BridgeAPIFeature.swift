@@ -292,7 +292,9 @@ struct BridgeAPIFeature: BridgeFeature {
         let path = DropInStore.path(for: name.isEmpty ? "device" : name, stateDir: config.stateDir)
         let device: DeviceConfig
         do throws(ConfigErrors) {
-            device = try ConfigLoader.validateDevice(json: object, file: path, existing: config.devices,
+            // An auto device (docs/adverts.md) is adopted by a device/add of its address: it is not in the way.
+            let existing = config.devices.filter { $0.source.kind != .advert }
+            device = try ConfigLoader.validateDevice(json: object, file: path, existing: existing,
                                                      adapters: config.bluetooth.adapters, secretsDir: config.secretsDir)
         } catch {
             return BridgeResponse.error(error.issues.map(\.description).joined(separator: "; "), transaction: transaction)
