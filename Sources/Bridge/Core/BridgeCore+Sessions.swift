@@ -9,6 +9,7 @@ extension BridgeCore {
     func startSession(_ device: DeviceConfig, bluezAvailable: Bool) {
         // A passive device never connects (docs/adverts.md): the adverts feature speaks for it.
         guard !device.isPassive else {
+            board.register(device.name)
             if unannouncedOwnership.remove(device.name) != nil { announcePassive(device) }
             return
         }
@@ -61,6 +62,10 @@ extension BridgeCore {
         switch request {
         case .republish(let states):
             for session in sessions.values { session.send(.republish(states: states)) }
+        case .availability(let name, let online):
+            guard let device = config.devices.first(where: { $0.name == name }), device.isPassive else { break }
+            board.set(name, online: online)
+            host.emit(.availability(device, online: online))
         case .hold(let name, let held):
             await run(machine.handle(.hold(device: name, held: held,
                                            known: sessions[name] != nil && holders[name] != nil)))
