@@ -92,6 +92,9 @@ public struct AdvertFeature: BridgeFeature {
                     if let oldStatus { context.unsubscribe(oldStatus) }
                     if let newStatus { context.subscribe(newStatus) }
                 }
+                // A device that left without `deviceRemoved` (another bridge owned it) left its topics to its owner.
+                let names = Set(config.devices.map(\.name))
+                retained = retained.filter { names.contains($0.key) }
                 await perform(tracker.configure(settings: config.adverts, devices: config.devices, fleet: fleet))
                 // Every topic a config names may have moved: say it all again where it now belongs.
                 if let old, old.mqtt != config.mqtt || old.homeassistant != config.homeassistant || old.fleet != config.fleet {
