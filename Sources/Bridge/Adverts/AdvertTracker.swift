@@ -14,7 +14,8 @@ import Config
 ///   replayed encryption counter is an attack or an echo, and dropped silently.
 /// - One broadcast is published once: the same bytes again within `repeatWindow` (a second adapter, or the device
 ///   repeating its advertisement) are ignored, and so is a packet id or frame counter seen in the last minute
-///   (`AdvertDeduplicator`). Readings are published only when their value changed; events every time they happen.
+///   (`AdvertDeduplicator`), and, for a broadcast without either, the bytes last decoded (BlueZ repeats them).
+///   Readings are published only when their value changed; events every time they happen.
 /// - Availability (passive devices only; a device with channels has its session's): `online` on the first decoded
 ///   broadcast while not online, `offline` after `timeout` without one (`expire`). RSSI (passive devices): on a
 ///   change of `rssiStep` dB, else at most once a `rssiPeriod`.
@@ -163,13 +164,23 @@ public struct AdvertTracker: Sendable {
             return out
         }
         advertiser.lastBroadcast = (broadcast, now, true)
+        // BlueZ reports a device's cached data again with every RSSI change: without a packet id or counter, the
+        // bytes last decoded are the same broadcast however late they come (a button press is not pressed again).
+        let sameAsLast = advertiser.lastDecoded == broadcast
+        advertiser.lastDecoded = broadcast
         advertiser.lastHeard = now
         if advertiser.online != true {
             advertiser.online = true
             if advertiser.speaking, !advertiser.connects { out.append(.availability(advertiser.device, online: true)) }
         }
         noteRSSI(heard.rssi, now: now, on: &advertiser, &out)
-        guard advertiser.deduplicator.admit(result, now: seconds(now)) == .fresh else { return out }
+        if result.format.isBeacon {
+            // Presence is being heard, whatever the bytes: a beacon sends the same ones all its life.
+            announce(.presence, on: &advertiser, &out)
+            set(AdvertPayloads.presence, "home", on: &advertiser, &out)
+        }
+        guard !sameAsLast || result.packetID != nil || result.encryptionCounter != nil,
+              advertiser.deduplicator.admit(result, now: seconds(now)) == .fresh else { return out }
         publish(result, on: &advertiser, &out)
         return out
     }
@@ -212,10 +223,6 @@ public struct AdvertTracker: Sendable {
 
     private func publish(_ result: AdvertResult, on advertiser: inout Advertiser, _ out: inout [AdvertAction]) {
         let reserved = advertiser.reservedLevels
-        if result.format.isBeacon {
-            announce(.presence, on: &advertiser, &out)
-            set(AdvertPayloads.presence, "home", on: &advertiser, &out)
-        }
         for measurement in result.measurements {
             guard let payload = AdvertPayloads.payload(measurement.value) else { continue }
             let name = sanitizeTopicLevel(measurement.name)

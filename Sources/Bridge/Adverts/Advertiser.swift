@@ -21,7 +21,8 @@ struct Advertiser: Sendable {
     /// The last broadcast heard, when, and whether it decoded: the same bytes again soon after (a second adapter,
     /// or the device repeating its advertisement) are one broadcast.
     var lastBroadcast: (broadcast: Broadcast, at: ContinuousClock.Instant, decoded: Bool)?
-    /// The last broadcast that decoded: availability counts from it.
+    /// The last broadcast that decoded, and when: availability counts from it.
+    var lastDecoded: Broadcast?
     var lastHeard: ContinuousClock.Instant?
     /// nil until the first decoded broadcast.
     var online: Bool?

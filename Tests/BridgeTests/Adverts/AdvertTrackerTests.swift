@@ -264,6 +264,8 @@ import Testing
         #expect(out.measurements == ["presence": "home", "tx_power": "-59"])
         #expect(out.entities.contains(.presence))
         #expect(tracker.expire(now: t0 + .seconds(60)).measurements == ["presence": "not_home"])
+        let back = tracker.heard(heard, now: t0 + .seconds(100))
+        #expect(back.measurements == ["presence": "home"] && back.availability == [true])
     }
 
     @Test func disabledHearsNothing() {
@@ -271,5 +273,21 @@ import Testing
         settings.enabled = false
         var tracker = F.tracker([F.passive()], settings: settings)
         #expect(tracker.heard(F.heard(F.reading(id: 1)), now: t0).isEmpty)
+    }
+}
+
+@Suite struct AdvertTrackerRepeatTests {
+    typealias F = AdvertFixtures
+    let t0 = AdvertFixtures.t0
+
+    @Test func withoutAPacketIDTheBytesLastDecodedAreTheSameBroadcast() {
+        var tracker = F.tracker([F.passive()])
+        let press = F.bthome("3a01")
+        #expect(tracker.heard(F.heard(press), now: t0).events.count == 1)
+        // BlueZ reports the cached data again when the RSSI changes, long after the press.
+        let echo = tracker.heard(F.heard(press, rssi: -80), now: t0 + .seconds(30))
+        #expect(echo.events.isEmpty && echo.rssi == [-80])
+        #expect(tracker.heard(F.heard(F.bthome("3a02")), now: t0 + .seconds(31)).events.count == 1)
+        #expect(tracker.heard(F.heard(press), now: t0 + .seconds(32)).events.count == 1)
     }
 }
