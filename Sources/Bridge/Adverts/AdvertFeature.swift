@@ -87,6 +87,14 @@ public struct AdvertFeature: BridgeFeature {
                 let previous = discovery
                 let next = HomeAssistantDiscovery(config: config, version: version)
                 discovery = next.isEnabled ? next : nil
+                if let previous, next.isEnabled, previous.discoveryPrefix != next.discoveryPrefix {
+                    // The configs move: those under the old prefix are cleared (they come again under the new one).
+                    for (name, topics) in retained {
+                        let moved = topics.filter { $0.hasPrefix(previous.discoveryPrefix + "/") }
+                        for topic in moved.sorted() { context.publish(topic, "", qos: 1, retain: true) }
+                        retained[name] = topics.subtracting(moved)
+                    }
+                }
                 let oldStatus = previous?.statusTopic, newStatus = discovery?.statusTopic
                 if oldStatus != newStatus {
                     if let oldStatus { context.unsubscribe(oldStatus) }

@@ -32,6 +32,8 @@ public struct AdvertTracker: Sendable {
     public private(set) var settings = AdvertSettings()
     private var fleet = false
     private var advertisers: [BluetoothAddress: Advertiser] = [:]
+    /// Configured devices without `advert:`: never taken for unsaved broadcasters.
+    private var connectedOnly: Set<BluetoothAddress> = []
     /// The deduplicator counts seconds; this is their zero.
     private var origin: ContinuousClock.Instant?
 
@@ -54,6 +56,7 @@ public struct AdvertTracker: Sendable {
         self.settings = settings
         let fleetChanged = fleet != self.fleet
         self.fleet = fleet
+        connectedOnly = Set(devices.filter { $0.advert == nil }.map(\.address))
         var next: [BluetoothAddress: Advertiser] = [:]
         for device in devices where device.advert != nil {
             if var known = advertisers[device.address], known.device == device {
@@ -198,7 +201,7 @@ public struct AdvertTracker: Sendable {
     /// An unsaved broadcaster becomes an auto device when there is room and its broadcast is in an `auto` format:
     /// it decodes, or is encrypted (it can be adopted with a bindkey). Junk that merely carries the UUID does not.
     private func admitAuto(_ broadcast: Broadcast, address: BluetoothAddress) -> Advertiser? {
-        guard !settings.auto.isEmpty, autoCount < settings.autoLimit else { return nil }
+        guard !settings.auto.isEmpty, !connectedOnly.contains(address), autoCount < settings.autoLimit else { return nil }
         for format in AdvertDecoder.order where settings.auto.contains(format) {
             do {
                 _ = try AdvertDecoder.decode(broadcast, as: format)

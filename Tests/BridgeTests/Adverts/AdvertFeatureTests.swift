@@ -141,6 +141,23 @@ final class RecordingCore: DeviceManaging {
         }
     }
 
+    @Test func aNewDiscoveryPrefixMovesTheConfigs() async throws {
+        try await run { host, link in
+            let first = config([F.passive()])
+            host.emit(.configApplied(old: nil, new: first))
+            host.emit(.broadcast(F.heard(F.reading(id: 1))))
+            try await eventually("config") { link.payloads(Self.temperatureConfig).count == 1 }
+            var moved = first
+            moved.homeassistant.discoveryPrefix = "ha"
+            host.emit(.configApplied(old: first, new: moved))
+            try await eventually("moved") {
+                link.payloads("ha/sensor/gattbridge_A4C1381A2B3C_advert/temperature/config").count == 1
+            }
+            #expect(link.payloads(Self.temperatureConfig) == [link.payloads(Self.temperatureConfig)[0], ""])
+            #expect(link.filters.withLock { $0 } == ["ha/status"])
+        }
+    }
+
     @Test func nothingForHomeAssistantWhenItIsDisabled() async throws {
         try await run { host, link in
             host.emit(.configApplied(old: nil, new: config([F.passive()], homeAssistant: false)))

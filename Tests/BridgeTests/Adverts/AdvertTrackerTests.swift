@@ -166,6 +166,11 @@ import Testing
         #expect(tracker.trackedCount == 0)
         var none = F.tracker([], settings: F.settings())
         #expect(none.heard(F.heard(F.reading(id: 1)), now: t0).isEmpty)
+        // A configured device that only connects is not an unsaved broadcaster.
+        var connected = AdvertTracker()
+        _ = connected.configure(settings: F.settings(auto: [.bthome]),
+                                devices: [DeviceConfig(name: "strap", address: F.thermo, channels: [])], fleet: false)
+        #expect(connected.heard(F.heard(F.reading(id: 1)), now: t0).isEmpty)
         // Junk under the UUID is not a device.
         var junk = F.tracker([], settings: F.settings(auto: [.bthome]))
         #expect(junk.heard(F.heard([0x20, 0x01]), now: t0).isEmpty && junk.trackedCount == 0)
