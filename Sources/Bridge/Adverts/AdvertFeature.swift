@@ -31,6 +31,7 @@ public struct AdvertFeature: BridgeFeature {
         var armed: ContinuousClock.Instant?
         /// The retained topics published per device (readings, Home Assistant configs), to clear when it leaves.
         var retained: [String: Set<String>] = [:]
+        var leftovers = AdvertLeftoverSweep()
 
         func perform(_ actions: [AdvertAction]) async {
             for action in actions {
@@ -95,10 +96,10 @@ public struct AdvertFeature: BridgeFeature {
                         retained[name] = topics.subtracting(moved)
                     }
                 }
-                let oldStatus = previous?.statusTopic, newStatus = discovery?.statusTopic
-                if oldStatus != newStatus {
-                    if let oldStatus { context.unsubscribe(oldStatus) }
-                    if let newStatus { context.subscribe(newStatus) }
+                let oldFilters = Self.filters(previous), newFilters = Self.filters(discovery)
+                if oldFilters != newFilters {
+                    for filter in oldFilters { context.unsubscribe(filter) }
+                    for filter in newFilters { context.subscribe(filter) }
                 }
                 // A device that left without `deviceRemoved` (another bridge owned it) left its topics to its owner.
                 let names = Set(config.devices.map(\.name))
@@ -120,10 +121,18 @@ public struct AdvertFeature: BridgeFeature {
                 await perform(tracker.republish(discovery: true, states: connectedBefore && !fleet))
                 connectedBefore = true
             case .event(.message(let message)):
-                guard let discovery, message.topic == discovery.statusTopic, message.payloadString == "online",
-                      !pendingBirth else { break }
-                pendingBirth = true
-                return [(.now + HomeAssistantFeature.birthRepublishDelay, .homeAssistantBirth)]
+                guard let discovery else { break }
+                if message.topic == discovery.statusTopic {
+                    guard message.payloadString == "online", !pendingBirth else { break }
+                    pendingBirth = true
+                    return [(.now + HomeAssistantFeature.birthRepublishDelay, .homeAssistantBirth)]
+                }
+                guard let leftover = discovery.advertLeftover(message),
+                      !retained.values.contains(where: { $0.contains(message.topic) }) else { break }
+                for topic in leftovers.admit(leftover, topic: message.topic) {
+                    logger.info("clearing stale Home Assistant config \(topic)")
+                    context.publish(topic, "", qos: 1, retain: true)
+                }
             case .event(.deviceRemoved(let device, _)):
                 for topic in (retained.removeValue(forKey: device.name) ?? []).sorted() {
                     context.publish(topic, "", qos: 1, retain: true)
@@ -139,6 +148,12 @@ public struct AdvertFeature: BridgeFeature {
             }
             return rearm()
         }
+    }
+
+    /// Home Assistant's birth topic and the filters its retained broadcaster configs are found on.
+    static func filters(_ discovery: HomeAssistantDiscovery?) -> [String] {
+        guard let discovery else { return [] }
+        return [discovery.statusTopic] + discovery.advertConfigFilters
     }
 
     /// `B/D/<name>`: a reading's or an event's topic.

@@ -154,7 +154,26 @@ final class RecordingCore: DeviceManaging {
                 link.payloads("ha/sensor/gattbridge_A4C1381A2B3C_advert/temperature/config").count == 1
             }
             #expect(link.payloads(Self.temperatureConfig) == [link.payloads(Self.temperatureConfig)[0], ""])
-            #expect(link.filters.withLock { $0 } == ["ha/status"])
+            #expect(link.filters.withLock { $0 }.allSatisfy { $0.hasPrefix("ha/") })
+        }
+    }
+
+    @Test func leftoversOfAnEarlierRunAreCleared() async throws {
+        let gone = "homeassistant/sensor/gattbridge_A4C1381A2B3D_advert/temperature/config"
+        let goneTrigger = "homeassistant/device_automation/gattbridge_A4C1381A2B3D_advert/button_press/config"
+        let live = "homeassistant/sensor/gattbridge_A4C1381A2B3C_advert/humidity/config"
+        let own = #"{"availability":[{"topic":"b/bridge/state"}],"device":{"name":"old"}}"#
+        try await run { host, link in
+            host.emit(.configApplied(old: nil, new: config([F.passive()])))
+            try await eventually("subscribed") { link.filters.withLock { $0.count == 6 } }
+            func retained(_ topic: String, _ payload: String) {
+                _ = host.route(MQTTMessage(topic: topic, string: payload, qos: .atLeastOnce, retain: true))
+            }
+            retained(goneTrigger, #"{"automation_type":"trigger","device":{"name":"old"}}"#)
+            retained(live, own)
+            retained(gone, own)
+            try await eventually("cleared") { link.payloads(goneTrigger) == [""] && link.payloads(gone) == [""] }
+            #expect(link.payloads(live).isEmpty)
         }
     }
 

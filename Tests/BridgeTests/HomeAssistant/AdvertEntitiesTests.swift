@@ -1,6 +1,8 @@
+import Adverts
 import Bluetooth
 import Codecs
 import Config
+import MQTT
 import Testing
 @testable import Bridge
 
@@ -109,5 +111,55 @@ import Testing
         }
         #expect(on.advertConfigTopics(of: device, entity: .measurement(name: "x", unit: nil, kind: .number))
             == ["homeassistant/sensor/\(Self.node)/x/config"])
+    }
+}
+
+/// Broadcasters' configs left by an earlier run (docs/adverts-mqtt.md).
+@Suite struct AdvertLeftoversTests {
+    typealias F = DiscoveryFixtures
+    static let stranger = BluetoothAddress("A4:C1:38:00:00:01")!
+
+    func discovery(fleet: Bool = false, auto: [AdvertFormat] = []) -> HomeAssistantDiscovery {
+        var config = F.config([AdvertFixtures.passive()], base: "b")
+        config.adverts = AdvertFixtures.settings(auto: auto)
+        if fleet { config.fleet = FleetSettings(id: "a", handoverAfter: .seconds(30)) }
+        return HomeAssistantDiscovery(config: config, version: "1")
+    }
+
+    func message(_ node: String, _ payload: String, component: String = "sensor", retain: Bool = true) -> MQTTMessage {
+        MQTTMessage(topic: "homeassistant/\(component)/\(node)/x/config", string: payload, qos: .atLeastOnce, retain: retain)
+    }
+
+    static let own = #"{"availability":[{"topic":"b/bridge/state"}],"device":{"name":"bthome-a4c138000001"}}"#
+
+    @Test func whatIsALeftover() {
+        let d = discovery()
+        #expect(d.advertLeftover(message("gattbridge_A4C138000001_advert", Self.own)) == .stale(Self.stranger))
+        #expect(d.advertLeftover(message("gattbridge_A4C138000001_advert", Self.own, retain: false)) == nil)
+        #expect(d.advertLeftover(message("gattbridge_A4C138000001_advert", "")) == nil)
+        // A configured broadcaster's, another bridge's, a connected device's, garbage: not ours to clear.
+        #expect(d.advertLeftover(message("gattbridge_A4C1381A2B3C_advert", Self.own)) == nil)
+        #expect(d.advertLeftover(message("gattbridge_A4C138000001_advert",
+                                         #"{"availability":[{"topic":"other/bridge/state"}]}"#)) == nil)
+        #expect(d.advertLeftover(message("gattbridge_A4C138000001", Self.own)) == nil)
+        #expect(d.advertLeftover(message("gattbridge_A4C138000001_advert", "not json")) == nil)
+        #expect(d.advertLeftover(message("gattbridge_A4C13800000_advert", Self.own)) == nil)
+        // An auto device comes back when heard; a fleet's leftovers may be another bridge's.
+        #expect(discovery(auto: [.bthome]).advertLeftover(message("gattbridge_A4C138000001_advert", Self.own)) == nil)
+        #expect(discovery(fleet: true).advertLeftover(message("gattbridge_A4C138000001_advert", Self.own)) == nil)
+        #expect(d.advertLeftover(message("gattbridge_A4C138000001_advert", #"{"automation_type":"trigger"}"#,
+                                         component: "device_automation")) == .trigger(Self.stranger))
+        let tracker = #"{"availability_topic":"b/bridge/state"}"#
+        #expect(d.advertLeftover(message("gattbridge_A4C138000001_advert", tracker, component: "device_tracker"))
+            == .stale(Self.stranger))
+    }
+
+    @Test func triggersGoWithTheirDevicesEntitiesWhicheverComesFirst() {
+        var sweep = AdvertLeftoverSweep()
+        let other = BluetoothAddress("A4:C1:38:00:00:02")!
+        #expect(sweep.admit(.trigger(Self.stranger), topic: "t1").isEmpty)
+        #expect(sweep.admit(.trigger(other), topic: "t2").isEmpty)
+        #expect(sweep.admit(.stale(Self.stranger), topic: "e1") == ["e1", "t1"])
+        #expect(sweep.admit(.trigger(Self.stranger), topic: "t3") == ["t3"])
     }
 }
