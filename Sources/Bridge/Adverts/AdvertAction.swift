@@ -22,6 +22,17 @@ public enum AdvertAction: Sendable, Equatable {
     case discovery(DeviceConfig, AdvertEntity)
 }
 
+extension AdvertAction {
+    /// The device the action is about.
+    public var device: DeviceConfig {
+        switch self {
+        case .measurement(let device, _, _), .event(let device, _, _), .availability(let device, _),
+             .rssi(let device, _), .error(let device, _), .addAutoDevice(let device), .discovery(let device, _):
+            device
+        }
+    }
+}
+
 /// One thing a broadcaster reports, as Home Assistant is told about it.
 public enum AdvertEntity: Sendable, Equatable {
     /// A reading on `B/D/<name>`; `unit` as the decoder gives it.

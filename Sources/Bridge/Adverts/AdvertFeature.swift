@@ -25,7 +25,6 @@ public struct AdvertFeature: BridgeFeature {
         var tracker = AdvertTracker()
         var topics = BridgeTopics(base: "")
         var discovery: HomeAssistantDiscovery?
-        var fleet = false
         var connectedBefore = false
         var pendingBirth = false
         var armed: ContinuousClock.Instant?
@@ -34,7 +33,9 @@ public struct AdvertFeature: BridgeFeature {
         var leftovers = AdvertLeftoverSweep()
 
         func perform(_ actions: [AdvertAction]) async {
-            for action in actions {
+            /// Auto devices the core refused: nothing is published under their name (it may be another device's).
+            var refused: Set<String> = []
+            for action in actions where !refused.contains(action.device.name) {
                 switch action {
                 case .measurement(let device, let name, let payload):
                     let topic = Self.topic(topics, device, name)
@@ -51,7 +52,7 @@ public struct AdvertFeature: BridgeFeature {
                     logger.warning("broadcasts cannot be read: \(reason)", metadata: ["device": "\(device.name)"])
                     context.publish(topics.bridgeLog, Self.errorReport(device: device.name, reason: reason), qos: 1)
                 case .addAutoDevice(let device):
-                    await add(device)
+                    if await !add(device) { refused.insert(device.name) }
                 case .discovery(let device, let entity):
                     guard let discovery else { break }
                     for message in discovery.advertMessages(for: device, entity: entity) {
@@ -62,16 +63,19 @@ public struct AdvertFeature: BridgeFeature {
             }
         }
 
-        func add(_ device: DeviceConfig) async {
+        /// False when the core refused the device.
+        func add(_ device: DeviceConfig) async -> Bool {
             switch await context.updateDevices(.add(device)) {
             case .success:
                 logger.notice("tracking broadcaster \(device.name)", metadata: ["address": "\(device.address)"])
             case .failure(let error):
                 logger.warning("broadcaster \(device.address) not added: \(error)")
                 tracker.autoRefused(device.address)
+                return false
             case nil:
                 break
             }
+            return true
         }
 
         func rearm() -> [(at: ContinuousClock.Instant, timer: Timer)] {
@@ -84,7 +88,6 @@ public struct AdvertFeature: BridgeFeature {
             switch input {
             case .event(.configApplied(let old, let config)):
                 topics = BridgeTopics(base: config.mqtt.baseTopic)
-                fleet = config.fleet != nil
                 let previous = discovery
                 let next = HomeAssistantDiscovery(config: config, version: version)
                 discovery = next.isEnabled ? next : nil
@@ -104,7 +107,8 @@ public struct AdvertFeature: BridgeFeature {
                 // A device that left without `deviceRemoved` (another bridge owned it) left its topics to its owner.
                 let names = Set(config.devices.map(\.name))
                 retained = retained.filter { names.contains($0.key) }
-                await perform(tracker.configure(settings: config.adverts, devices: config.devices, fleet: fleet))
+                await perform(tracker.configure(settings: config.adverts, devices: config.devices,
+                                                fleet: config.fleet != nil))
                 // Every topic a config names may have moved: say it all again where it now belongs.
                 if let old, old.mqtt != config.mqtt || old.homeassistant != config.homeassistant || old.fleet != config.fleet {
                     await perform(tracker.republish(discovery: true, states: old.mqtt.baseTopic != config.mqtt.baseTopic))
@@ -117,8 +121,9 @@ public struct AdvertFeature: BridgeFeature {
                 await perform(tracker.held(device.name, held))
             case .event(.brokerConnected):
                 // As `DeviceTopicFeature`: the first connect delivers what QoS 1 buffered; a reconnect may follow a
-                // broker that lost its retained messages. In a fleet the states follow the end of the hold.
-                await perform(tracker.republish(discovery: true, states: connectedBefore && !fleet))
+                // broker that lost its retained messages. Unlike a connection, a broadcast heard is a fact whichever
+                // bridge owns the device now, so a fleet member says it again too (a held device waits for its hold).
+                await perform(tracker.republish(discovery: true, states: connectedBefore))
                 connectedBefore = true
             case .event(.message(let message)):
                 guard let discovery else { break }

@@ -96,6 +96,8 @@ final class RecordingCore: DeviceManaging {
             host.emit(.broadcast(F.heard(F.reading(id: 1), from: saved.address)))
             try await eventually("saved device") { !link.payloads("b/saved/temperature").isEmpty }
             #expect(core.added.withLock { $0.count } == 1)
+            // Its name may be another device's: nothing was published under it.
+            #expect(!link.published.withLock { $0.contains { $0.topic.contains("bthome-a4c1381a2b3c") } })
         }
     }
 
