@@ -45,6 +45,7 @@ public struct AdvertFeature: BridgeFeature {
                     context.publish(Self.topic(topics, device, name), payload, qos: 1, retain: false)
                 case .availability(let device, let online):
                     context.publish(topics.availability(device), online ? "online" : "offline", qos: 1, retain: true)
+                    context.setAvailability(device.name, online: online)
                 case .rssi(let device, let rssi):
                     // QoS 0 as for connected devices: a newer reading soon replaces a lost one.
                     context.publish(topics.rssi(device), String(rssi), qos: 0, retain: true)

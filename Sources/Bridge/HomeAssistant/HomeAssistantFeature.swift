@@ -145,18 +145,11 @@ struct HomeAssistantFeature: BridgeFeature {
                                  announced: Set<String>) -> Bool {
         // Fleet: a leftover may be another bridge's device; it is never this bridge's to clear (docs/fleet.md).
         guard discovery.config.fleet == nil, message.retain, !message.payload.isEmpty, !announced.contains(message.topic),
-              !discovery.configTopics().contains(message.topic), !isPassiveEntity(message.topic, discovery.config),
+              !discovery.configTopics().contains(message.topic),
               HomeAssistantDiscovery.isOwnDiscoveryTopic(message.topic, prefix: discovery.discoveryPrefix),
               let json = try? JSONValue.parse(message.payloadString),
               let availability = json["availability"]?.arrayValue else { return false }
         let ownState = BridgeTopics(base: discovery.config.mqtt.baseTopic).bridgeState
         return availability.contains { $0["topic"]?.stringValue == ownState }
-    }
-
-    /// The entities of a broadcaster's measurements are the adverts feature's (docs/adverts.md): they appear as
-    /// measurements are first heard, so they are never in this feature's list, and are not leftovers while the
-    /// device is configured.
-    static func isPassiveEntity(_ topic: String, _ config: BridgeConfig) -> Bool {
-        config.devices.contains { $0.advert != nil && topic.contains("/gattbridge_\($0.address.withoutColons)/") }
     }
 }
