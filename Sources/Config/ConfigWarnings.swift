@@ -1,5 +1,6 @@
-/// A setting that is valid but weakens security: reported (never fatal) by `config check` and logged by `run` at
-/// start and on every reload. Warnings name keys and files, never a secret's value.
+/// A setting that is valid but weakens security, or has no effect (`advert:` devices while adverts are off):
+/// reported (never fatal) by `config check` and logged by `run` at start and on every reload. Warnings name keys and
+/// files, never a secret's value.
 public struct ConfigWarning: Sendable, Equatable, CustomStringConvertible {
     public var file: String
     public var message: String
@@ -41,6 +42,24 @@ extension BridgeConfig {
                 messages.append("device \"\(device.name)\" has its passkey in the config file; put it in a passkey_file "
                     + "readable by its owner only")
             }
+        }
+        for device in devices where device.bindkey != nil {
+            if let bindkeyFile = device.bindkeyFile {
+                if let mode = bindkeyFile.mode, mode & 0o077 != 0 {
+                    messages.append("bindkey_file \"\(bindkeyFile.path)\" of device \"\(device.name)\" is accessible to group or "
+                        + "others (mode \(Self.octal(mode))); make it readable by its owner only (chmod 600)")
+                }
+            } else {
+                messages.append("device \"\(device.name)\" has its bindkey in the config file; put it in a bindkey_file "
+                    + "readable by its owner only")
+            }
+        }
+        let unheard = devices.filter { $0.advert != nil }.map { "\"\($0.name)\"" }
+        if !adverts.enabled, !unheard.isEmpty {
+            let (which, whose) = unheard.count == 1 ? ("device \(unheard[0]) has", "its")
+                : ("devices \(unheard.joined(separator: ", ")) have", "their")
+            messages.append("\(which) advert: but adverts.enabled is false, so \(whose) broadcasts are never listened to; "
+                + "set adverts: {enabled: true}")
         }
         return messages.map { ConfigWarning(file: file, message: $0) }
     }
