@@ -82,12 +82,7 @@ extension ConfigValidator {
             report(fields.keyNode(key)!, "\(key) in \(context) needs advert: (the format of its broadcasts, or auto)")
             return nil
         }
-        if inline != nil, fileNode != nil {
-            let later = fields.keyNode("bindkey")!.line > fields.keyNode("bindkey_file")!.line
-                ? fields.keyNode("bindkey")! : fields.keyNode("bindkey_file")!
-            report(later, "\(context) has both bindkey and bindkey_file; use one (bindkey_file is preferred)")
-            return nil
-        }
+        if refusesBoth("bindkey", in: fields, context: context) { return nil }
         if let inline {
             // Never echoed: a malformed key is still most of the real one.
             guard case .scalar(let text, _) = inline.content, !inline.isNull, let key = Bindkey(hex: text) else {
@@ -96,15 +91,11 @@ extension ConfigValidator {
             }
             return DeviceAdvert(selection: advert, bindkey: key)
         }
-        guard let value = fileNode, let path = nonEmptyString(value, key: "bindkey_file", context: context) else { return nil }
-        var resolved = TextFile.resolve(path, relativeTo: file)
-        if let secretsDir {
-            // As for passkey_file: one answer for every path outside, so device/add learns nothing about the rest.
-            guard let located = SecretsDirectory.locate(path, in: secretsDir) else {
-                report(value, "bindkey_file in \(context) must name a file in the secrets directory \(secretsDir) (secrets_dir)")
-                return nil
-            }
-            resolved = located
+        // A bindkey is never sent anywhere (it only decrypts what the device says), so unlike a passkey file one may
+        // serve two devices.
+        guard let value = fileNode,
+              let resolved = secretFilePath(value, key: "bindkey_file", context: context, secretsDir: secretsDir) else {
+            return nil
         }
         switch Self.readBindkey(file: resolved) {
         case .failure(let problem):

@@ -32,26 +32,13 @@ extension BridgeConfig {
             messages.append("password_file \"\(passwordFile.path)\" is accessible to group or others (mode "
                 + "\(Self.octal(mode))); make it readable by its owner only (chmod 600)")
         }
-        for device in devices where device.pairing.mode == .passkey {
-            if let passkeyFile = device.pairing.passkeyFile {
-                if let mode = passkeyFile.mode, mode & 0o077 != 0 {
-                    messages.append("passkey_file \"\(passkeyFile.path)\" of device \"\(device.name)\" is accessible to group or "
-                        + "others (mode \(Self.octal(mode))); make it readable by its owner only (chmod 600)")
-                }
-            } else {
-                messages.append("device \"\(device.name)\" has its passkey in the config file; put it in a passkey_file "
-                    + "readable by its owner only")
+        for device in devices {
+            if device.pairing.mode == .passkey,
+               let warning = Self.secretWarning("passkey", file: device.pairing.passkeyFile, device: device.name) {
+                messages.append(warning)
             }
-        }
-        for device in devices where device.bindkey != nil {
-            if let bindkeyFile = device.bindkeyFile {
-                if let mode = bindkeyFile.mode, mode & 0o077 != 0 {
-                    messages.append("bindkey_file \"\(bindkeyFile.path)\" of device \"\(device.name)\" is accessible to group or "
-                        + "others (mode \(Self.octal(mode))); make it readable by its owner only (chmod 600)")
-                }
-            } else {
-                messages.append("device \"\(device.name)\" has its bindkey in the config file; put it in a bindkey_file "
-                    + "readable by its owner only")
+            if device.bindkey != nil, let warning = Self.secretWarning("bindkey", file: device.bindkeyFile, device: device.name) {
+                messages.append(warning)
             }
         }
         let unheard = devices.filter { $0.advert != nil }.map { "\"\($0.name)\"" }
@@ -73,6 +60,16 @@ extension BridgeConfig {
         if name == "localhost" || name.hasSuffix(".localhost") || name == "::1" || name == "0:0:0:0:0:0:0:1" { return true }
         let octets = name.split(separator: ".", omittingEmptySubsequences: false)
         return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
+    }
+
+    /// A device's passkey or bindkey written inline, or in a `<key>_file` that group or others can read.
+    private static func secretWarning(_ key: String, file: SecretFile?, device: String) -> String? {
+        guard let file else {
+            return "device \"\(device)\" has its \(key) in the config file; put it in a \(key)_file readable by its owner only"
+        }
+        guard let mode = file.mode, mode & 0o077 != 0 else { return nil }
+        return "\(key)_file \"\(file.path)\" of device \"\(device)\" is accessible to group or others (mode \(octal(mode))); "
+            + "make it readable by its owner only (chmod 600)"
     }
 
     private static func octal(_ mode: UInt32) -> String {
