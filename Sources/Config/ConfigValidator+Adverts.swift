@@ -59,6 +59,8 @@ extension ConfigValidator {
     }
 
     static var formatNames: [String] { AdvertFormat.allCases.map(\.rawValue) }
+    /// The formats with an encrypted variant, the only ones a bindkey is for.
+    static let encryptedFormats: Set<AdvertFormat> = [.bthome, .xiaomi]
 
     /// A device's broadcast settings: `advert` and its key. nil when something is wrong (reported at the offending
     /// key). `secretsDir` is set for a device from the bridge API: its `bindkey_file` must lie under that directory.
@@ -80,6 +82,12 @@ extension ConfigValidator {
         guard advert != nil else {
             let key = inline != nil ? "bindkey" : "bindkey_file"
             report(fields.keyNode(key)!, "\(key) in \(context) needs advert: (the format of its broadcasts, or auto)")
+            return nil
+        }
+        if case .format(let format) = advert, !Self.encryptedFormats.contains(format) {
+            let key = inline != nil ? "bindkey" : "bindkey_file"
+            report(fields.keyNode(key)!, "\(key) in \(context) is of no use with advert: \(format.rawValue) (only bthome and "
+                + "xiaomi broadcasts are encrypted)")
             return nil
         }
         if refusesBoth("bindkey", in: fields, context: context) { return nil }

@@ -114,6 +114,10 @@ import Testing
         #expect(issues(passive("channels: [{name: c, characteristic: \"2a19\", codec: hex}]", "bindkey_file: k")) == [
             "config.yaml:7:5: bindkey_file in device \"thermo\" needs advert: (the format of its broadcasts, or auto)",
         ])
+        #expect(issues(passive("advert: pvvx", "bindkey: \(Self.key)")) == [
+            "config.yaml:7:5: bindkey in device \"thermo\" is of no use with advert: pvvx (only bthome and xiaomi "
+                + "broadcasts are encrypted)",
+        ])
         #expect(issues(passive("advert: bthome", "bindkey: \(Self.key)", "bindkey_file: k")) == [
             "config.yaml:8:5: device \"thermo\" has both bindkey and bindkey_file; use one (bindkey_file is preferred)",
         ])
