@@ -70,7 +70,8 @@ extension ConfigValidator {
             guard let text = string(value, key: "advert", context: context) else { return nil }
             guard let selection = AdvertSelection(text) else {
                 let choices = ["auto"] + Self.formatNames
-                var message = "advert in \(context) must be one of \(choices.joined(separator: ", ")), got \"\(ReportText.escaped(text))\""
+                var message = "advert in \(context) must be one of \(choices.joined(separator: ", ")), "
+                    + "got \"\(ReportText.escaped(text))\""
                 if let suggestion = Suggestion.closest(to: text, in: choices) { message += " (did you mean \"\(suggestion)\"?)" }
                 report(value, message)
                 return nil
