@@ -313,7 +313,7 @@ struct BridgeAPIFeature: BridgeFeature {
             return BridgeResponse.error(error.description, transaction: transaction)
         }
         logger.notice("device \(device.name) added over the bridge API", metadata: ["file": "\(path)"])
-        return BridgeResponse.ok(object.passkeyRedacted, transaction: transaction)
+        return BridgeResponse.ok(object.secretsRedacted, transaction: transaction)
     }
 
     func long(_ request: BridgeRequest, requester: String, config: BridgeConfig?) async -> String {
