@@ -43,6 +43,11 @@ replaced at start-up. Each patch says what is wrong in 1.0.2 and why the bench n
      Device1.Connect (org.bluez.Error.InProgress) until it is powered off (`Adapter1.Powered`), like a
      controller that only a power cycle brings back; `WedgeSilently(y id)` leaves both unanswered instead.
 
+  9. DuplicateData — BlueZoo signals Device1.ServiceData/ManufacturerData only when the bytes change, whatever the
+     discovery filter. bluetoothd with `DuplicateData: true` clears a device's advertising data at every report and
+     adds it again, so every report is a PropertiesChanged, repeats included (what keeps a passive sensor that
+     repeats one packet "heard"). Fixed: with that filter on the scanning adapter, an unchanged report is signalled.
+
 Bench control (not a fix): per-adapter RSSI of a peripheral, settable at run time over D-Bus (see its section).
 """
 
@@ -423,6 +428,33 @@ async def _stop_discovering(self: Adapter) -> None:
     await _original_stop_discovering(self)
 
 
+# --- patch 9: DuplicateData reports repeats -------------------------------------------------------------------
+
+def _patch_duplicate_data() -> None:
+    original_add_device = Adapter.add_device
+
+    async def add_device(self: Adapter, device: Device):
+        path = f"{self.get_object_path()}/dev_{device.address.replace(':', '_')}"
+        known = self.devices.get(path)
+        repeat = (known is not None and known.service_data == device.service_data
+                  and known.manufacturer_data == device.manufacturer_data)
+        await original_add_device(self, device)
+        if not (repeat and self.scan_filter_duplicate and self.devices.get(path) is known):
+            return
+        changed = {}
+        if known.service_data:
+            changed["ServiceData"] = ("a{sv}", known.service_data)
+        if known.manufacturer_data:
+            changed["ManufacturerData"] = ("a{qv}", known.manufacturer_data)
+        if changed:
+            try:
+                known.properties_changed.emit((DEVICE_IFACE, changed, []))
+            except Exception:  # noqa: BLE001 - unexported meanwhile
+                pass
+
+    Adapter.add_device = add_device
+
+
 # --- patch 8: adapters: power-off drops links, and the wedge switch -----------------------------------------
 
 class _BenchSwitches(sdbus.DbusInterfaceCommonAsync, interface_name="org.bluezoo.Bench1"):
@@ -668,6 +700,7 @@ PATCHES = {
     "4": _patch_notify,          # 4 and 5 share the notify session code
     "6": _patch_discovery,
     "8": _patch_adapters,
+    "9": _patch_duplicate_data,  # before "rssi", which wraps it: an out-of-range adapter hears no repeat either
     "rssi": _patch_rssi,         # bench control, not a fix
     "pair_reply": _patch_pair_reply,  # bench control, not a fix
     "agent_calls": _patch_agent_calls,  # bench control, not a fix

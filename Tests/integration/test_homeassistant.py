@@ -19,10 +19,10 @@ from typing import Callable, Optional
 
 import pytest
 
-from bench.bench import REPO, MqttClient
+from bench.bench import REPO
 from bench.peripherals import button, heart_rate
 
-from bridge_helpers import Bridge, channel, device, to_yaml, wait_log
+from bridge_helpers import Bridge, channel, device, retained_messages, to_yaml, wait_log
 from ha_validator import ValidationReport, render_value_template, validate_discovery
 
 DEMO_CONFIG = REPO / "config" / "demo.yaml"
@@ -198,17 +198,8 @@ SERVED = {"C0:FF:EE:00:00:01", "C0:FF:EE:00:00:02", "C0:FF:EE:00:00:03"}   # the
 
 
 def retained(bench, broker, filter_: str) -> dict[str, bytes]:
-    """Every retained message under `filter_`, as a subscriber arriving now receives them. A fresh client subscribes,
-    then publishes a sentinel on a topic its subscription covers: the broker sends the retained messages while
-    handling the SUBSCRIBE, so once the sentinel is back every one of them has arrived."""
-    client = MqttClient(broker.host, broker.port, topics=[filter_])
-    try:
-        token = f"sentinel-{time.monotonic_ns()}"
-        client.publish(SENTINEL, token, qos=1)
-        client.wait_for(SENTINEL, token, 10)
-        return {m.topic: m.payload for m in client.received(filter_) if m.retain and m.payload}
-    finally:
-        client.close()
+    """Every retained message under `filter_`, as a subscriber arriving now receives them."""
+    return retained_messages(broker, filter_, SENTINEL)
 
 
 @pytest.fixture
