@@ -54,7 +54,7 @@ EXTRA_DEVICE = """
 def demo_config_text(port: int, enabled: bool = True, extra: bool = False, keepalive: Optional[int] = None) -> str:
     """config/demo.yaml as scripts/demo.sh runs it (its broker's port), optionally with discovery off, the extras or
     another MQTT keepalive (which makes a reload replace the MQTT client)."""
-    text = re.sub(r"(?m)^  port: .*$", f"  port: {port}", DEMO_CONFIG.read_text())
+    text = re.sub(r"(?m)^  port: .*$", f"  port: {port}", connected_only(DEMO_CONFIG.read_text()))
     if keepalive is not None:
         text, n = re.subn(r"(?m)^  keepalive: .*$", f"  keepalive: {keepalive}", text)
         assert n == 1, "demo.yaml no longer sets mqtt.keepalive"
@@ -66,6 +66,15 @@ def demo_config_text(port: int, enabled: bool = True, extra: bool = False, keepa
         assert n == 1, "demo.yaml no longer has the strap's retained battery channel"
         text = text.rstrip("\n") + "\n" + EXTRA_DEVICE
     return text
+
+
+def connected_only(text: str) -> str:
+    """The demo config without its passive part (the `adverts:` section and the devices with `advert:`): these tests
+    cover the connected devices, and their bench runs no broadcaster; Tests/integration/test_adverts.py covers
+    broadcasts."""
+    text = re.sub(r"(?m)^(# Passive sensors:.*\n(#.*\n)*)?adverts:\n(  .*\n|\n)*", "", text)
+    entries = re.split(r"(?m)^(?=  - name: )", text)
+    return "".join(e for e in entries if not re.search(r"(?m)^    advert: ", e))
 
 
 @dataclass
