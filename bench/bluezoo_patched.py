@@ -11,8 +11,9 @@ replaced at start-up. Each patch says what is wrong in 1.0.2 and why the bench n
      exported, so the next Connect re-exports them at the same paths and fails with sd-bus error 17 (EEXIST).
      Fixed: stop the server-side notify sessions the link opened, unexport the link objects (InterfacesRemoved,
      as bluetoothd does), reset ServicesResolved and Connected. Connect on an already connected device succeeds
-     without re-exporting (bluetoothd answers success too), and Connect to a peripheral that is not advertising
-     fails with org.bluez.Error.Failed "le-connection-abort-by-local" instead of "connecting" to nothing.
+     without re-exporting (bluetoothd answers success too), and Connect to a peripheral that is not advertising, or
+     only advertises non-connectable ("broadcast", a passive sensor), fails with org.bluez.Error.Failed
+     "le-connection-abort-by-local" instead of "connecting" to nothing.
   2. no link loss — when a peripheral process dies, its central stays Connected/ServicesResolved with stale
      objects. Fixed: the adapter's GATT-application removal (run when the application's bus name is lost)
      disconnects every device whose peer is that adapter, through the fixed disconnect, so the central sees
@@ -143,13 +144,18 @@ async def _disconnect(self: Device, uuid: Optional[str] = None) -> None:
 _original_connect = Device.connect
 
 
+def _connectable(adapter: Adapter) -> bool:
+    """Some advertisement of the adapter accepts connections: a "broadcast" one (a passive sensor's) does not."""
+    return any(adv.Type.get("peripheral") != "broadcast" for adv in adapter.advertisements.values())
+
+
 async def _connect(self: Device, uuid: Optional[str] = None) -> None:
     if self.connected and self.services_resolved:
         return  # bluetoothd: Connect on a connected LE device succeeds at once
-    if self.is_le and not self.peer_adapter.advertisements:
-        # Nothing advertises at that address: a real controller times out the LE connection attempt.
+    if self.is_le and not _connectable(self.peer_adapter):
+        # Nothing connectable advertises at that address: a real controller times out the LE connection attempt.
         await asyncio.sleep(CONNECT_FAIL_DELAY)
-        if not self.peer_adapter.advertisements:
+        if not _connectable(self.peer_adapter):
             raise DBusBluezFailedError("le-connection-abort-by-local")
     if self.services:  # objects left from an interrupted connect: clear them before re-exporting
         await _disconnect(self)

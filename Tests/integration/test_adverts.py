@@ -24,7 +24,7 @@ from typing import Optional
 import pytest
 
 from bench.broadcasts import GOVEE_COMPANY, GOVEE_NAME
-from bench.dbus_util import unvariant_dict
+from bench.dbus_util import DBusError, unvariant_dict
 
 from bridge_helpers import BASE, Bridge, channel, device, retained_messages, to_yaml
 
@@ -151,6 +151,15 @@ def test_a_button_press_stays_on_the_air_for_a_scan(bench, central, wait_until):
                f"the press (packet {pressed['n']}) never reached the central; last seen {seen}")
 
 
+def test_a_broadcaster_takes_no_connection(bench, central):
+    """Its advertisement is non-connectable ("broadcast"): Connect fails as with a real controller (patch 1)."""
+    bench.broadcaster("bthome", BTHOME)
+    scan_with_duplicates(central)
+    central.wait_device(BTHOME)
+    with pytest.raises(DBusError, match="le-connection-abort-by-local"):
+        central.connect(BTHOME, timeout=10)
+
+
 def test_patch9_duplicate_data_signals_every_report(bench, central, wait_until):
     """bluetoothd with DuplicateData signals every report, repeats included; BlueZoo only changes (patch 9)."""
     sensor = bench.broadcaster("govee", GOVEE)
@@ -275,6 +284,9 @@ def test_passive_devices_publish_their_broadcast_values(bench, run_gattbridge, g
 
     for name, sensor in sensors.items():
         assert_only_sent_values(mqtt, bridge, name, sensor)
+    # Passive devices are never connected.
+    connects = [m.text for m in mqtt.received(bridge.event) if m.json().get("device") in sensors]
+    assert connects == [], connects
     bridge.assert_running()
 
 
