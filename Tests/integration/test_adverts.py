@@ -314,7 +314,7 @@ def test_availability_goes_offline_after_the_timeout(bench, run_gattbridge, gatt
 def test_a_button_press_is_one_event_not_retained(bench, run_gattbridge, gattbridge_bin, mosquitto, mqtt, tmp_path):
     sensor = bench.broadcaster("bthome", BTHOME, event_hold=3)
     bridge = start_adverts_bridge(run_gattbridge, gattbridge_bin, tmp_path, mosquitto,
-                                  [passive("balcony", BTHOME, "bthome")])
+                                  [passive("balcony", BTHOME, "bthome")], homeassistant=True)
     bridge.wait_online(mqtt, "balcony")
     wait_value(mqtt, bridge, "balcony", "temperature", sensor)
     mark = mqtt.mark()
@@ -327,6 +327,17 @@ def test_a_button_press_is_one_event_not_retained(bench, run_gattbridge, gattbri
     assert len(mqtt.received(bridge.topic("balcony", "button"), mark)) == 1
     retained = retained_messages(mosquitto, f"{BASE}/#", f"{BASE}/test-sentinel")
     assert bridge.topic("balcony", "button") not in retained
+
+    # Home Assistant: an event entity and a device trigger for the press, as for a connected event channel.
+    node = "gattbridge_" + BTHOME.replace(":", "")
+    configs = {t: json.loads(p) for t, p in
+               retained_messages(mosquitto, f"{PREFIX}/#", f"{PREFIX}/test-sentinel").items()}
+    entities = [c for t, c in configs.items() if t.startswith(f"{PREFIX}/event/{node}/")
+                and c.get("state_topic") == bridge.topic("balcony", "button")]
+    assert len(entities) == 1 and "press" in entities[0]["event_types"], configs
+    triggers = [c for t, c in configs.items() if t.startswith(f"{PREFIX}/device_automation/{node}/")
+                and c.get("topic") == bridge.topic("balcony", "button") and c.get("subtype") == "press"]
+    assert len(triggers) == 1, configs
     bridge.assert_running()
 
 
