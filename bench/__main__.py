@@ -1,4 +1,4 @@
-"""python -m bench [--peripheral KIND[:ADDRESS]]… [--env-file PATH] [--rate HZ]
+"""python -m bench [--peripheral KIND[:ADDRESS]]… [--broadcaster FORMAT[:ADDRESS]]… [--env-file PATH] [--rate HZ]
 
 Starts a whole bench by hand (private dbus-daemon, patched BlueZoo with hci0, the peripherals) and keeps it up
 until SIGINT/SIGTERM, then ends everything. Prints `DBUS_SYSTEM_BUS_ADDRESS=…` on stdout (and writes it to
@@ -24,6 +24,8 @@ def main(argv: list[str]) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--peripheral", action="append", metavar="KIND[:ADDRESS]",
                    help="heart_rate, hm10, led (repeatable; default: all three at C0:FF:EE:00:00:01..03)")
+    p.add_argument("--broadcaster", action="append", default=[], metavar="FORMAT[:ADDRESS]",
+                   help="a passive sensor broadcasting bthome, pvvx or govee readings (repeatable)")
     p.add_argument("--rate", type=float, default=1.0, help="heart_rate notifications per second")
     p.add_argument("--env-file", type=Path, help="write DBUS_SYSTEM_BUS_ADDRESS=… here when ready")
     a = p.parse_args(argv)
@@ -37,6 +39,10 @@ def main(argv: list[str]) -> int:
             options = {"rate": a.rate} if kind == "heart_rate" else {}
             periph = bench.peripheral(kind, address or None, **options)
             print(f"# {kind} at {periph.address} on {periph.adapter}", file=sys.stderr)
+        for spec in a.broadcaster:
+            fmt, _, address = spec.partition(":")
+            sensor = bench.broadcaster(fmt, address or None)
+            print(f"# {fmt} broadcaster at {sensor.address} on {sensor.adapter}", file=sys.stderr)
         line = f"DBUS_SYSTEM_BUS_ADDRESS={bench.bus_address}"
         if a.env_file:
             a.env_file.write_text(line + "\n")

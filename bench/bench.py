@@ -383,6 +383,8 @@ class Peripheral:
 
     def _args(self) -> list[str]:
         args = [PYTHON, "-m", "bench.peripherals", self.kind, "--adapter", self.adapter]
+        if self.kind == "broadcaster":
+            args += ["--address", self.address]
         for key, value in self.options.items():
             flag = "--" + key.replace("_", "-")
             if value is True:
@@ -461,6 +463,16 @@ class Peripheral:
 
     def notify(self, char: str, value: bytes) -> None:
         self.send({"cmd": "notify", "char": char, "value": value.hex()})
+
+    def press(self, event: str = "press") -> dict:
+        """Broadcaster (bthome): a button event now; returns the packet's broadcast event."""
+        mark = self.mark()
+        self.send({"cmd": "press", "event": event})
+        return self.wait_for(lambda e: e.get("event") == "broadcast" and e.get("events"), 5, since=mark)
+
+    def broadcasts(self, since: Optional[int] = None) -> list[dict]:
+        """Broadcaster: every packet it put on the air (this process run, or since a `mark()`)."""
+        return self.events_matching("broadcast", since)
 
     def kill(self) -> None:
         """SIGKILL: the process vanishes from the bus; the central sees a link loss."""
@@ -780,6 +792,12 @@ class Bench:
         p = Peripheral(kind, adapter, address, self.env, self.log_dir, **options)
         self.peripherals.append(p)
         return p.start(wait_ready)
+
+    def broadcaster(self, format: str, address: Optional[str] = None, wait_ready: bool = True,
+                    **options: Any) -> Peripheral:
+        """A passive sensor on its own adapter (bench/peripherals/broadcaster.py): format bthome | pvvx | govee;
+        options bindkey_file=PATH, interval=S, event_hold=S, first_tick=N, name=…"""
+        return self.peripheral("broadcaster", address, wait_ready, format=format, **options)
 
     def mosquitto(self, port: Optional[int] = None, extra_config: str = "") -> Mosquitto:
         broker = Mosquitto(self.workdir, self.log_dir, port, extra_config)

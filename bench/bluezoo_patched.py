@@ -11,8 +11,9 @@ replaced at start-up. Each patch says what is wrong in 1.0.2 and why the bench n
      exported, so the next Connect re-exports them at the same paths and fails with sd-bus error 17 (EEXIST).
      Fixed: stop the server-side notify sessions the link opened, unexport the link objects (InterfacesRemoved,
      as bluetoothd does), reset ServicesResolved and Connected. Connect on an already connected device succeeds
-     without re-exporting (bluetoothd answers success too), and Connect to a peripheral that is not advertising
-     fails with org.bluez.Error.Failed "le-connection-abort-by-local" instead of "connecting" to nothing.
+     without re-exporting (bluetoothd answers success too), and Connect to a peripheral that is not advertising, or
+     only advertises non-connectable ("broadcast", a passive sensor), fails with org.bluez.Error.Failed
+     "le-connection-abort-by-local" instead of "connecting" to nothing.
   2. no link loss — when a peripheral process dies, its central stays Connected/ServicesResolved with stale
      objects. Fixed: the adapter's GATT-application removal (run when the application's bus name is lost)
      disconnects every device whose peer is that adapter, through the fixed disconnect, so the central sees
@@ -42,6 +43,11 @@ replaced at start-up. Each patch says what is wrong in 1.0.2 and why the bench n
      `/org/bluezoo/bench` makes that adapter fail every StartDiscovery (org.bluez.Error.Failed) and every
      Device1.Connect (org.bluez.Error.InProgress) until it is powered off (`Adapter1.Powered`), like a
      controller that only a power cycle brings back; `WedgeSilently(y id)` leaves both unanswered instead.
+
+  9. DuplicateData — BlueZoo signals Device1.ServiceData/ManufacturerData only when the bytes change, whatever the
+     discovery filter. bluetoothd with `DuplicateData: true` clears a device's advertising data at every report and
+     adds it again, so every report is a PropertiesChanged, repeats included (what keeps a passive sensor that
+     repeats one packet "heard"). Fixed: with that filter on the scanning adapter, an unchanged report is signalled.
 
 Bench control (not a fix): per-adapter RSSI of a peripheral, settable at run time over D-Bus (see its section).
 """
@@ -138,13 +144,18 @@ async def _disconnect(self: Device, uuid: Optional[str] = None) -> None:
 _original_connect = Device.connect
 
 
+def _connectable(adapter: Adapter) -> bool:
+    """Some advertisement of the adapter accepts connections: a "broadcast" one (a passive sensor's) does not."""
+    return any(adv.Type.get("peripheral") != "broadcast" for adv in adapter.advertisements.values())
+
+
 async def _connect(self: Device, uuid: Optional[str] = None) -> None:
     if self.connected and self.services_resolved:
         return  # bluetoothd: Connect on a connected LE device succeeds at once
-    if self.is_le and not self.peer_adapter.advertisements:
-        # Nothing advertises at that address: a real controller times out the LE connection attempt.
+    if self.is_le and not _connectable(self.peer_adapter):
+        # Nothing connectable advertises at that address: a real controller times out the LE connection attempt.
         await asyncio.sleep(CONNECT_FAIL_DELAY)
-        if not self.peer_adapter.advertisements:
+        if not _connectable(self.peer_adapter):
             raise DBusBluezFailedError("le-connection-abort-by-local")
     if self.services:  # objects left from an interrupted connect: clear them before re-exporting
         await _disconnect(self)
@@ -423,6 +434,33 @@ async def _stop_discovering(self: Adapter) -> None:
     await _original_stop_discovering(self)
 
 
+# --- patch 9: DuplicateData reports repeats -------------------------------------------------------------------
+
+def _patch_duplicate_data() -> None:
+    original_add_device = Adapter.add_device
+
+    async def add_device(self: Adapter, device: Device):
+        path = f"{self.get_object_path()}/dev_{device.address.replace(':', '_')}"
+        known = self.devices.get(path)
+        repeat = (known is not None and known.service_data == device.service_data
+                  and known.manufacturer_data == device.manufacturer_data)
+        await original_add_device(self, device)
+        if not (repeat and self.scan_filter_duplicate and self.devices.get(path) is known):
+            return
+        changed = {}
+        if known.service_data:
+            changed["ServiceData"] = ("a{sv}", known.service_data)
+        if known.manufacturer_data:
+            changed["ManufacturerData"] = ("a{qv}", known.manufacturer_data)
+        if changed:
+            try:
+                known.properties_changed.emit((DEVICE_IFACE, changed, []))
+            except Exception:  # noqa: BLE001 - unexported meanwhile
+                pass
+
+    Adapter.add_device = add_device
+
+
 # --- patch 8: adapters: power-off drops links, and the wedge switch -----------------------------------------
 
 class _BenchSwitches(sdbus.DbusInterfaceCommonAsync, interface_name="org.bluezoo.Bench1"):
@@ -668,6 +706,7 @@ PATCHES = {
     "4": _patch_notify,          # 4 and 5 share the notify session code
     "6": _patch_discovery,
     "8": _patch_adapters,
+    "9": _patch_duplicate_data,  # before "rssi", which wraps it: an out-of-range adapter hears no repeat either
     "rssi": _patch_rssi,         # bench control, not a fix
     "pair_reply": _patch_pair_reply,  # bench control, not a fix
     "agent_calls": _patch_agent_calls,  # bench control, not a fix

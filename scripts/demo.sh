@@ -20,7 +20,8 @@ printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\n' "$port
 mosquitto -c "$work/mosquitto.conf" > "$work/mosquitto.log" 2>&1 &
 pids+=($!)
 
-.venv/bin/python -m bench --env-file "$work/bench.env" > "$work/bench.out" 2> "$work/bench.log" &
+# The three demo peripherals and a BTHome thermometer that only broadcasts (the config's passive device).
+.venv/bin/python -m bench --broadcaster bthome:A4:C1:38:0B:70:01 --env-file "$work/bench.env" > "$work/bench.out" 2> "$work/bench.log" &
 pids+=($!)
 for _ in $(seq 100); do [ -s "$work/bench.env" ] && break; sleep 0.2; done
 [ -s "$work/bench.env" ] || { echo "the bench did not start; see $work/bench.log" >&2; exit 1; }
@@ -36,6 +37,7 @@ gattbridge demo: broker on 127.0.0.1:$port, bench on $DBUS_SYSTEM_BUS_ADDRESS
   LED on/off:  mosquitto_pub -p $port -t gattbridge/desk-led/led/set -m ON    (or -m OFF)
   serial line: mosquitto_pub -p $port -t gattbridge/hm10/serial/set -m 'hello hm10'
   read now:    mosquitto_pub -p $port -t gattbridge/heart-rate-strap/battery/get -n
+  broadcasts:  gattbridge/balcony-thermometer/temperature (and humidity, battery) from a passive BTHome sensor
 Live MQTT traffic (gattbridge/#), Ctrl-C to stop:
 MSG
 sub_args=(-p "$port" -v -t 'gattbridge/#')

@@ -172,6 +172,23 @@ def wait_log(mqtt, bridge: Bridge, topic: str, timeout: float = 10.0, since: int
     return entry
 
 
+def retained_messages(broker, filter_: str, sentinel: str) -> dict[str, bytes]:
+    """Every retained message under `filter_`, as a subscriber arriving now receives them. A fresh client subscribes,
+    then publishes a sentinel on a topic its subscription covers (`sentinel`, under `filter_` but nobody's topic): the
+    broker sends the retained messages while handling the SUBSCRIBE, so once the sentinel is back every one of them
+    has arrived."""
+    from bench.bench import MqttClient
+
+    client = MqttClient(broker.host, broker.port, topics=[filter_])
+    try:
+        token = f"sentinel-{time.monotonic_ns()}"
+        client.publish(sentinel, token, qos=1)
+        client.wait_for(sentinel, token, 10)
+        return {m.topic: m.payload for m in client.received(filter_) if m.retain and m.payload}
+    finally:
+        client.close()
+
+
 # --- a subscriber that survives broker restarts -----------------------------------------------------------------
 
 def persistent_subscriber(bench, broker, topics: Iterable[str]):

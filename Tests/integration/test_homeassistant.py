@@ -19,10 +19,10 @@ from typing import Callable, Optional
 
 import pytest
 
-from bench.bench import REPO, MqttClient
+from bench.bench import REPO
 from bench.peripherals import button, heart_rate
 
-from bridge_helpers import Bridge, channel, device, to_yaml, wait_log
+from bridge_helpers import Bridge, channel, device, retained_messages, to_yaml, wait_log
 from ha_validator import ValidationReport, render_value_template, validate_discovery
 
 DEMO_CONFIG = REPO / "config" / "demo.yaml"
@@ -54,7 +54,7 @@ EXTRA_DEVICE = """
 def demo_config_text(port: int, enabled: bool = True, extra: bool = False, keepalive: Optional[int] = None) -> str:
     """config/demo.yaml as scripts/demo.sh runs it (its broker's port), optionally with discovery off, the extras or
     another MQTT keepalive (which makes a reload replace the MQTT client)."""
-    text = re.sub(r"(?m)^  port: .*$", f"  port: {port}", DEMO_CONFIG.read_text())
+    text = re.sub(r"(?m)^  port: .*$", f"  port: {port}", connected_only(DEMO_CONFIG.read_text()))
     if keepalive is not None:
         text, n = re.subn(r"(?m)^  keepalive: .*$", f"  keepalive: {keepalive}", text)
         assert n == 1, "demo.yaml no longer sets mqtt.keepalive"
@@ -66,6 +66,15 @@ def demo_config_text(port: int, enabled: bool = True, extra: bool = False, keepa
         assert n == 1, "demo.yaml no longer has the strap's retained battery channel"
         text = text.rstrip("\n") + "\n" + EXTRA_DEVICE
     return text
+
+
+def connected_only(text: str) -> str:
+    """The demo config without its passive part (the `adverts:` section and the devices with `advert:`): these tests
+    cover the connected devices, and their bench runs no broadcaster; Tests/integration/test_adverts.py covers
+    broadcasts."""
+    text = re.sub(r"(?m)^(# Passive sensors:.*\n(#.*\n)*)?adverts:\n(  .*\n|\n)*", "", text)
+    entries = re.split(r"(?m)^(?=  - name: )", text)
+    return "".join(e for e in entries if not re.search(r"(?m)^    advert: ", e))
 
 
 @dataclass
@@ -198,17 +207,8 @@ SERVED = {"C0:FF:EE:00:00:01", "C0:FF:EE:00:00:02", "C0:FF:EE:00:00:03"}   # the
 
 
 def retained(bench, broker, filter_: str) -> dict[str, bytes]:
-    """Every retained message under `filter_`, as a subscriber arriving now receives them. A fresh client subscribes,
-    then publishes a sentinel on a topic its subscription covers: the broker sends the retained messages while
-    handling the SUBSCRIBE, so once the sentinel is back every one of them has arrived."""
-    client = MqttClient(broker.host, broker.port, topics=[filter_])
-    try:
-        token = f"sentinel-{time.monotonic_ns()}"
-        client.publish(SENTINEL, token, qos=1)
-        client.wait_for(SENTINEL, token, 10)
-        return {m.topic: m.payload for m in client.received(filter_) if m.retain and m.payload}
-    finally:
-        client.close()
+    """Every retained message under `filter_`, as a subscriber arriving now receives them."""
+    return retained_messages(broker, filter_, SENTINEL)
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Simulated BLE peripherals for the bench; each runs as its own process (see __main__.py)."""
 
-from bench.peripherals import button, generic, heart_rate, hm10, led, secure
+from bench.peripherals import broadcaster, button, generic, heart_rate, hm10, led, secure
 
 KINDS = {
     "heart_rate": heart_rate.build,
@@ -9,4 +9,5 @@ KINDS = {
     "generic": generic.build,
     "button": button.build,
     "secure": secure.build,
+    "broadcaster": broadcaster.build,
 }

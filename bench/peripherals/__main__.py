@@ -1,6 +1,7 @@
 """python -m bench.peripherals KIND --adapter hciN [options]
 
-KIND: heart_rate | hm10 | led | button | secure | generic (generic needs --config JSON-or-path).
+KIND: heart_rate | hm10 | led | button | secure | generic (generic needs --config JSON-or-path) | broadcaster
+(a passive sensor: --format bthome|pvvx|govee --address ADDRESS_OF_ITS_ADAPTER [--bindkey-file PATH]).
 Events go to stdout as JSON lines ({"event":"ready",…} once registered); commands are read from stdin
 (see bench.peripherals.gatt.PeripheralRunner).
 """
@@ -52,6 +53,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("--readvertise", type=float, default=0.0, metavar="S",
                    help="re-register the advertisement every S seconds while no central is connected (for "
                         "btvirt's emulated controllers; 0: never)")
+    p.add_argument("--format", default="bthome", help="broadcaster: bthome | pvvx | govee")
+    p.add_argument("--address", help="broadcaster: its adapter's address (BTHome encryption and pvvx records hold it)")
+    p.add_argument("--bindkey-file", help="broadcaster: encrypt (bthome) with the bindkey in this file (32 hex digits)")
+    p.add_argument("--interval", type=float, default=1.0, help="broadcaster: seconds between packets")
+    p.add_argument("--event-hold", type=float, default=2.5,
+                   help="broadcaster: seconds a button-event packet stays on the air")
+    p.add_argument("--first-tick", type=int, default=0, help="broadcaster: where its value sequence starts")
     a = p.parse_args(argv)
 
     opts = dict(name=a.name, acquire_notify=not a.no_acquire_notify, log_notify=a.log_notify,
@@ -67,6 +75,9 @@ def main(argv: list[str]) -> int:
         opts.update(mtu=a.mtu)
     elif a.kind == "secure":
         opts.update(passkey=a.passkey, rate=2.0 if a.rate is None else a.rate)
+    elif a.kind == "broadcaster":
+        opts.update(format=a.format, address=a.address, bindkey_file=a.bindkey_file, interval=a.interval,
+                    event_hold=a.event_hold, first_tick=a.first_tick)
     elif a.kind == "generic":
         if not a.config:
             p.error("generic needs --config")

@@ -261,18 +261,37 @@ class Service:
 
 
 class Advertisement:
-    """LEAdvertisement1 (type "peripheral", Discoverable true so scanners list it)."""
+    """LEAdvertisement1 (type "peripheral", or "broadcast" for a sensor that takes no connection; Discoverable true so
+    scanners list it). `update` changes the data while registered: bluetoothd (and BlueZoo) follow the object's
+    PropertiesChanged, so the next advertising report carries the new bytes."""
 
     def __init__(self, local_name: str, service_uuids: list[str], manufacturer_data: Optional[dict[int, bytes]] = None,
-                 service_data: Optional[dict[str, bytes]] = None):
+                 service_data: Optional[dict[str, bytes]] = None, adv_type: str = "peripheral"):
         self.local_name = local_name
         self.service_uuids = [full_uuid(u) for u in service_uuids]
         self.manufacturer_data = dict(manufacturer_data or {})
         self.service_data = {full_uuid(k): v for k, v in (service_data or {}).items()}
+        self.adv_type = adv_type
+        self.bus = None
+        self.path = ""
+
+    def update(self, manufacturer_data: Optional[dict[int, bytes]] = None,
+               service_data: Optional[dict[str, bytes]] = None) -> None:
+        """New data (only the kinds the advertisement was exported with: the property set is fixed at export)."""
+        changed = {}
+        if manufacturer_data is not None:
+            self.manufacturer_data = dict(manufacturer_data)
+            changed["ManufacturerData"] = ("a{qv}", {k: ("ay", v) for k, v in self.manufacturer_data.items()})
+        if service_data is not None:
+            self.service_data = {full_uuid(k): v for k, v in service_data.items()}
+            changed["ServiceData"] = ("a{sv}", {k: ("ay", v) for k, v in self.service_data.items()})
+        if changed and self.bus is not None:
+            emit_properties_changed(self.bus, self.path, ADV_IFACE, changed)
 
     def export(self, bus, path: str) -> Exported:
+        self.bus, self.path = bus, path
         props = [
-            Property("Type", "s", lambda: "peripheral", emits_change=False),
+            Property("Type", "s", lambda: self.adv_type, emits_change=False),
             Property("LocalName", "s", lambda: self.local_name),
             Property("ServiceUUIDs", "as", lambda: self.service_uuids),
             Property("Discoverable", "b", lambda: True),
@@ -308,6 +327,8 @@ class PeripheralRunner:
     ADV_PATH = "/org/bench/advertisement0"
 
     def __init__(self, adapter: str, services: list[Service], advertisement: Advertisement):
+        """`services` empty: a broadcaster, which registers only its advertisement (bluetoothd refuses an empty
+        GATT application)."""
         self.adapter = adapter
         self.adapter_path = f"/org/bluez/{adapter}"
         self.services = services
@@ -322,6 +343,10 @@ class PeripheralRunner:
         self._om_slot = None
         self.readvertise = 0.0
         self._adv_lock = asyncio.Lock()
+        # Extra stdin commands of a kind: name → coroutine function(cmd dict); and coroutines run for the process's
+        # life once the bus is open (a broadcaster's ticker).
+        self.commands: dict[str, Callable[[dict], Awaitable[None]]] = {}
+        self.background: list[Callable[[], Awaitable[None]]] = []
 
     def characteristic(self, uuid: str) -> Characteristic:
         u = full_uuid(uuid)
@@ -360,6 +385,7 @@ class PeripheralRunner:
                                            "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameOwnerChanged"))
         self._listen_stdin(loop)
         self._register_task = loop.create_task(self._register())
+        self._background_tasks = [loop.create_task(job()) for job in self.background]
         if self.readvertise > 0:
             loop.create_task(self._readvertise_loop())
         await self._stop.wait()
@@ -369,6 +395,8 @@ class PeripheralRunner:
         """Graceful stop: unregister like a real application would, then leave the bus."""
         if self.registered:
             for member, path in (("UnregisterAdvertisement", self.ADV_PATH), ("UnregisterApplication", self.APP_PATH)):
+                if member == "UnregisterApplication" and not self.services:
+                    continue
                 iface = "org.bluez.LEAdvertisingManager1" if "Advert" in member else "org.bluez.GattManager1"
                 try:
                     await call(self.bus, BLUEZ, self.adapter_path, iface, member, "o", path, timeout=2)
@@ -386,7 +414,8 @@ class PeripheralRunner:
             except DBusError:
                 await asyncio.sleep(0.05)
         try:
-            await self._call_when_exported("org.bluez.GattManager1", "RegisterApplication", self.APP_PATH)
+            if self.services:
+                await self._call_when_exported("org.bluez.GattManager1", "RegisterApplication", self.APP_PATH)
             await self._call_when_exported("org.bluez.LEAdvertisingManager1", "RegisterAdvertisement", self.ADV_PATH)
         except DBusError as exc:
             emit("error", message=f"registration failed: {exc}")
@@ -494,6 +523,8 @@ class PeripheralRunner:
                 emit_properties_changed(self.bus, c.path, CHAR_IFACE, {"Value": ("ay", c.value)})
             elif kind == "advertise":
                 await self._set_advertising(bool(cmd.get("on", True)))
+            elif kind in self.commands:
+                await self.commands[kind](cmd)
             else:
                 raise ValueError(f"unknown command {kind!r}")
         except Exception as exc:  # noqa: BLE001 - reported to the test, which decides

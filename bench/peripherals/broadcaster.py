@@ -1,0 +1,95 @@
+"""A passive sensor: no GATT service, only an advertisement (type "broadcast") whose service or manufacturer data
+carries its readings, as the BTHome, pvvx (Xiaomi LYWSD03MMC custom firmware) and Govee thermometers send them
+(bytes from bench/broadcasts.py). Only BlueZ's standard LEAdvertisingManager1 API is used, so it runs on a real
+bluetoothd too.
+
+Every `--interval` seconds (default 1) the next packet replaces the advertisement's data through PropertiesChanged on
+the LEAdvertisement1 object: the packet id (BTHome), measurement counter (pvvx) and the values step on (see
+`broadcasts.reading`). BlueZoo copies the first advertisement of an adapter into each scanning central's Device1 at
+every scan tick, so one broadcaster needs one adapter (the bench gives every peripheral its own).
+
+Events: {"event":"broadcast","n":…,"service_data":{uuid: hex},"manufacturer_data":{id: hex},"measurements":{…},
+"events":[…],"packet_id":…,"encrypted":…} for every packet, plus the usual ready/stopped/done.
+Commands (stdin): {"cmd":"press","event":"press"} sends a packet with a BTHome button event at once and keeps it on
+the air for `--event-hold` seconds (a real button repeats its event packet so a scanner cannot miss it);
+{"cmd":"pause","on":true|false} stops/resumes the stepping (the last packet stays on the air);
+{"cmd":"advertise","on":false} goes silent altogether.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Optional
+
+from bench.broadcasts import GOVEE_NAME, Packet, Sensor
+from bench.peripherals.gatt import Advertisement, PeripheralRunner, emit
+
+DEFAULT_NAMES = {"bthome": "BTHome Thermometer", "pvvx": "ATC_1A2B3C", "govee": GOVEE_NAME}
+
+
+def read_bindkey(path: str) -> bytes:
+    """32 hex digits, as a bindkey file holds them (never on the command line: it is a secret)."""
+    text = Path(path).read_text().strip()
+    key = bytes.fromhex(text)
+    if len(key) != 16:
+        raise ValueError(f"{path}: a bindkey is 32 hex digits")
+    return key
+
+
+class Broadcaster:
+    def __init__(self, runner: PeripheralRunner, sensor: Sensor, interval: float, event_hold: float):
+        self.runner = runner
+        self.sensor = sensor
+        self.interval = interval
+        self.event_hold = event_hold
+        self.paused = False
+        self.hold_until = 0.0
+        runner.commands["press"] = self._press
+        runner.commands["pause"] = self._pause
+        runner.background.append(self._tick)
+
+    def publish(self, packet: Packet) -> None:
+        adv = self.runner.advertisement
+        adv.update(manufacturer_data=packet.manufacturer_data or None, service_data=packet.service_data or None)
+        emit("broadcast", n=self.sensor.tick - 1, **packet.as_event())
+
+    async def _tick(self) -> None:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        i = 1
+        while True:
+            # Paced against the start, so a slow round does not shift the schedule.
+            delay = start + i * self.interval - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            i += 1
+            if self.paused or loop.time() < self.hold_until:
+                continue
+            self.publish(self.sensor.next())
+
+    async def _press(self, cmd: dict) -> None:
+        if self.sensor.format != "bthome":
+            raise ValueError("only the bthome broadcaster has a button")
+        self.publish(self.sensor.next(button=cmd.get("event", "press")))
+        self.hold_until = asyncio.get_running_loop().time() + self.event_hold
+
+    async def _pause(self, cmd: dict) -> None:
+        self.paused = bool(cmd.get("on", True))
+
+
+def build(adapter: str, format: str = "bthome", address: Optional[str] = None, name: Optional[str] = None,
+          bindkey_file: Optional[str] = None, interval: float = 1.0, event_hold: float = 2.5,
+          first_tick: int = 0, **_ignored) -> PeripheralRunner:
+    if address is None:
+        raise ValueError("a broadcaster needs its adapter's address (--address): BTHome encryption and the pvvx "
+                         "record contain it")
+    bindkey = read_bindkey(bindkey_file) if bindkey_file else None
+    sensor = Sensor(format, address, bindkey, first_tick)
+    first = sensor.next()
+    adv = Advertisement(name or DEFAULT_NAMES[format], [], first.manufacturer_data, first.service_data,
+                        adv_type="broadcast")
+    runner = PeripheralRunner(adapter, [], adv)
+    Broadcaster(runner, sensor, interval, event_hold)
+    emit("broadcast", n=sensor.tick - 1, **first.as_event())
+    return runner
