@@ -10,6 +10,8 @@ public struct AdvertFeature: BridgeFeature {
     let version: String
     let logger: Logger
 
+    public var wantsBroadcasts: Bool { true }
+
     public init(version: String, logger: Logger) {
         self.version = version
         self.logger = logger

@@ -83,7 +83,7 @@ public actor BridgeCore {
         let host = FeatureHost(link: link)
         self.host = host
         self.features = features.map { feature in
-            let (events, context) = host.attach()
+            let (events, context) = host.attach(broadcasts: feature.wantsBroadcasts)
             return (feature, events, context)
         }
         self.board = AvailabilityBoard(changed: statusChanged)

@@ -4,6 +4,13 @@ import MQTT
 /// and logs, Home Assistant discovery. Each runs as one task with its own state, and ends when `events` ends.
 public protocol BridgeFeature: Sendable {
     func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async
+    /// Whether `CoreEvent.broadcast` reaches this feature: broadcasts arrive about once a second per sensor, and a
+    /// feature that ignores them should not wake for each.
+    var wantsBroadcasts: Bool { get }
+}
+
+extension BridgeFeature {
+    public var wantsBroadcasts: Bool { false }
 }
 
 /// What a feature may do: publish, subscribe to topics of its own (their messages arrive as `.message` events), and

@@ -30,6 +30,8 @@ final class FeatureHost: Sendable {
     let core = CoreReference()
     private struct State {
         var outlets: [AsyncStream<CoreEvent>.Continuation] = []
+        /// The outlets of the features that want `CoreEvent.broadcast`.
+        var broadcastOutlets: [AsyncStream<CoreEvent>.Continuation] = []
         var filters: [(filter: String, feature: Int)] = []
         /// Filters whose topics carry retained state (subscribed with `retained: true`), and the last message seen on
         /// each of their topics. Two features may want the same such filter (the fleet's `B/+/owner`): the second
@@ -48,16 +50,21 @@ final class FeatureHost: Sendable {
     }
 
     /// Registers a feature: its event stream and its context.
-    func attach() -> (AsyncStream<CoreEvent>, FeatureContext) {
+    func attach(broadcasts: Bool = false) -> (AsyncStream<CoreEvent>, FeatureContext) {
         let (stream, outlet) = AsyncStream.makeStream(of: CoreEvent.self)
         let id = state.withLock { state in
             state.outlets.append(outlet)
+            if broadcasts { state.broadcastOutlets.append(outlet) }
             return state.outlets.count - 1
         }
         return (stream, FeatureContext(id: id, host: self))
     }
 
     func emit(_ event: CoreEvent) {
+        if case .broadcast = event {
+            for outlet in state.withLock({ $0.broadcastOutlets }) { outlet.yield(event) }
+            return
+        }
         for outlet in state.withLock({ $0.outlets }) { outlet.yield(event) }
     }
 

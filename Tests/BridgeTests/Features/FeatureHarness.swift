@@ -26,7 +26,7 @@ final class RecordingLink: BrokerLink, Sendable {
 func withFeature(_ feature: some BridgeFeature, _ body: (FeatureHost, RecordingLink) async throws -> Void) async throws {
     let link = RecordingLink()
     let host = FeatureHost(link: link)
-    let (events, context) = host.attach()
+    let (events, context) = host.attach(broadcasts: feature.wantsBroadcasts)
     try await withThrowingDiscardingTaskGroup { group in
         group.addTask { await feature.run(events, context) }
         defer { host.finish() }
