@@ -69,7 +69,7 @@ let package = Package(
         .testTarget(name: "MQTTTests", dependencies: ["MQTT"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
         .testTarget(name: "AdvertsTests", dependencies: ["Adverts", "Bluetooth", "Codecs"]),
-        .testTarget(name: "BridgeTests", dependencies: ["Bridge", "BlueZ", "Bluetooth", "Codecs", "Config", "DBus"]),
+        .testTarget(name: "BridgeTests", dependencies: ["Adverts", "Bridge", "BlueZ", "Bluetooth", "Codecs", "Config", "DBus"]),
     ],
     swiftLanguageModes: [.v6]
 )

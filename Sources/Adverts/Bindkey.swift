@@ -1,8 +1,8 @@
 import Codecs
 
-/// The 16-byte AES key of an encrypted BTHome or Xiaomi device, written as 32 hex digits. A secret: its
-/// description never shows the key.
-public struct Bindkey: Sendable, Equatable, CustomStringConvertible {
+/// The 16-byte AES key of an encrypted BTHome or Xiaomi device, written as 32 hex digits. A secret: no printing
+/// path (`description`, `debugDescription`, `Mirror`, hence `dump` of a config holding it) shows the key.
+public struct Bindkey: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public let bytes: [UInt8]
 
     /// 32 hex digits, surrounding white space (a file's final newline) ignored; nil for anything else.
@@ -17,4 +17,6 @@ public struct Bindkey: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { "<bindkey>" }
+    public var debugDescription: String { "<bindkey>" }
+    public var customMirror: Mirror { Mirror(self, children: [:]) }
 }

@@ -1,3 +1,4 @@
+import Adverts
 import Codecs
 
 /// The config file as a JSON Schema (draft 2020-12), for editors that validate YAML as it is typed (the YAML
@@ -25,13 +26,14 @@ public enum ConfigSchema {
                 ("bluetooth", bluetooth),
                 ("homeassistant", homeassistant),
                 ("devices", .object([
-                    ("description", "The peripherals to keep connected and bridge; devices added over MQTT are saved apart, in <state_dir>/devices.d/."),
+                    ("description", "The peripherals to keep connected (or, with advert, to listen to) and bridge; devices added over MQTT are saved apart, in <state_dir>/devices.d/."),
                     ("type", ["array", "null"]),
                     ("items", ["$ref": "#/$defs/device"]),
                 ])),
+                ("adverts", adverts),
                 ("state_dir", string("Where devices added over MQTT are saved (devices.d/<name>.yaml); relative to the config file's directory.", default: "/var/lib/gattbridge")),
                 ("bridge_api", boolean("false: no B/bridge/request/# subscription (the retained bridge/devices and bridge/info stay).", default: true)),
-                ("secrets_dir", string("The only directory a device added over MQTT may name a passkey_file in; relative to the config file's directory.", default: "/etc/gattbridge/secrets")),
+                ("secrets_dir", string("The only directory a device added over MQTT may name a passkey_file or bindkey_file in; relative to the config file's directory.", default: "/etc/gattbridge/secrets")),
                 ("reply_prefix", topicPrefix("MQTT 5 Response Topics are answered only under this prefix; unset: anywhere outside base_topic and the discovery prefix.", default: nil)),
                 ("bridge", bridge),
             ])),
@@ -112,7 +114,7 @@ public enum ConfigSchema {
                 ("items", ["oneOf": [["$ref": "#/$defs/adapterName"], adapters]]),
             ]),
             "default_agent": boolean("true: the pairing agent is also BlueZ's default agent (docs/pairing.md).", default: false),
-        ], exclusive: ["adapter", "adapters"])
+        ], exclusive: [["adapter", "adapters"]])
     }
 
     private static var homeassistant: JSONValue {
@@ -137,9 +139,27 @@ public enum ConfigSchema {
         ])
     }
 
+    private static var adverts: JSONValue {
+        section("Passive broadcasts: sensors that only advertise their readings (docs/adverts.md).",
+                keys: ConfigValidator.advertsKeys, [
+            "enabled": boolean("Listen for broadcasts (continuous scanning on every adapter).", default: false),
+            "auto": .object([
+                ("description", "Broadcasters in these formats are published even when no device names them, as <format>-<address>."),
+                ("type", ["array", "null"]),
+                ("uniqueItems", true),
+                ("items", ["enum": .array(AdvertFormat.allCases.map { .string($0.rawValue) })]),
+            ]),
+            "auto_limit": integer("At most this many unsaved broadcasters are tracked.", ConfigValidator.autoLimitRange,
+                                  default: AdvertSettings.defaultAutoLimit),
+            "timeout": seconds("Seconds without a broadcast after which a passive device is offline.",
+                               default: Int(AdvertSettings.defaultTimeout.components.seconds)),
+        ])
+    }
+
     private static var device: JSONValue {
         var schema = section("One peripheral (docs/configuration.md#devices).",
-                             keys: ConfigValidator.deviceKeys + ConfigValidator.optionalDeviceKeys + ConfigValidator.pairingKeys, [
+                             keys: ConfigValidator.deviceKeys + ConfigValidator.optionalDeviceKeys + ConfigValidator.pairingKeys
+                                + ConfigValidator.advertDeviceKeys, [
             "name": .object([
                 ("description", "The device's topic level D; unique."),
                 ("type", "string"),
@@ -167,8 +187,21 @@ public enum ConfigSchema {
                 ("anyOf", [["type": "string", "pattern": "^[0-9]{6}$"], ["type": "integer", "minimum": 100000, "maximum": 999999]]),
             ]),
             "passkey_file": string("A file holding the six-digit passkey, relative to the config file's directory."),
-        ], exclusive: ["passkey", "passkey_file"])
-        schema = adding(schema, ("required", .array(ConfigValidator.deviceKeys.map { .string($0) })))
+            "advert": .object([
+                ("description", "Decode the device's broadcasts in this format (auto: whichever decodes); without channels the device is passive and never connected."),
+                ("enum", .array((["auto"] + ConfigValidator.formatNames).map { .string($0) })),
+            ]),
+            "bindkey": .object([
+                ("description", "The 16-byte key of an encrypted BTHome or Xiaomi device as 32 hex digits, inline (accepted with a warning; bindkey_file is preferred)."),
+                ("type", "string"),
+                ("pattern", "^\\s*[0-9A-Fa-f]{32}\\s*$"),
+            ]),
+            "bindkey_file": string("A file holding the bindkey (32 hex digits), relative to the config file's directory."),
+        ], exclusive: [["passkey", "passkey_file"], ["bindkey", "bindkey_file"]])
+        schema = adding(schema, ("required", .array(ConfigValidator.deviceKeys.filter { $0 != "channels" }.map { .string($0) })))
+        // A passive device (advert) needs no channels; a key needs advert.
+        schema = adding(schema, ("anyOf", [["required": ["channels"]], ["required": ["advert"]]]))
+        schema = adding(schema, ("dependentRequired", ["bindkey": ["advert"], "bindkey_file": ["advert"]]))
         return schema
     }
 
@@ -227,17 +260,20 @@ public enum ConfigSchema {
     // MARK: building blocks
 
     /// A mapping section: `null` is an empty mapping, unknown keys are refused, and the properties are exactly
-    /// `keys` (the validator's list), in that order. `exclusive`: keys that may not be given together.
+    /// `keys` (the validator's list), in that order. `exclusive`: pairs of keys that may not be given together.
     private static func section(_ description: String, keys: [String], _ properties: [String: JSONValue],
-                                exclusive: [String] = []) -> JSONValue {
+                                exclusive: [[String]] = []) -> JSONValue {
         precondition(Set(keys) == Set(properties.keys), "schema properties \(properties.keys.sorted()) ≠ validator keys \(keys.sorted())")
         var members: [(String, JSONValue)] = []
         if !description.isEmpty { members.append(("description", .string(description))) }
         members.append(("type", ["object", "null"]))
         members.append(("additionalProperties", false))
         members.append(("properties", .object(keys.map { ($0, properties[$0]!) })))
-        if exclusive.count == 2 {
-            members.append(("not", ["type": "object", "required": .array(exclusive.map { .string($0) })]))
+        let refusals: [JSONValue] = exclusive.map { ["not": ["type": "object", "required": .array($0.map { .string($0) })]] }
+        if refusals.count == 1, case .object(let only) = refusals[0] {
+            members += only
+        } else if !refusals.isEmpty {
+            members.append(("allOf", .array(refusals)))
         }
         return .object(members)
     }

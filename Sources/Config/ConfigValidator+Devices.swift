@@ -30,11 +30,13 @@ extension ConfigValidator {
     mutating func device(_ item: YAMLNode, index: Int, registry: inout DeviceRegistry,
                          source: DeviceSource) -> DeviceConfig? {
         var context = peekName(item).map { "device \"\($0)\"" } ?? "device #\(index + 1)"
-        guard let fields = fields(of: item, allowed: Self.deviceKeys + Self.optionalDeviceKeys + Self.pairingKeys,
-                                  context: context) else {
+        guard let fields = fields(of: item, allowed: Self.deviceKeys + Self.optionalDeviceKeys + Self.pairingKeys
+                                      + Self.advertDeviceKeys, context: context) else {
             return nil
         }
-        requireKeys(Self.deviceKeys, in: fields, context: context)
+        // A passive device (`advert:`) has no channels: it is only heard, never connected.
+        requireKeys(fields["advert"] == nil ? Self.deviceKeys : Self.deviceKeys.filter { $0 != "channels" },
+                    in: fields, context: context)
 
         var name: String?
         if let value = fields["name"], let text = nonEmptyString(value, key: "name", context: context) {
@@ -94,9 +96,14 @@ extension ConfigValidator {
             report(node, "adapter \(name) of \(context) is not in bluetooth.adapters (\(listed.joined(separator: ", "))); add it there or use any")
             adapter = .invalid
         }
-        guard let name, let address, !channels.isEmpty, let pairing, adapter != .invalid else { return nil }
+        let advert = deviceAdvert(fields, context: context, secretsDir: source.kind == .api ? registry.secretsDir : nil)
+        let passive = fields["channels"] == nil && advert?.selection != nil
+        guard let name, let address, !channels.isEmpty || passive, let pairing, adapter != .invalid, let advert else {
+            return nil
+        }
         return DeviceConfig(name: name, address: address, channels: channels, source: source, pairing: pairing,
-                            adapter: adapter?.name)
+                            adapter: adapter?.name, advert: advert.selection, bindkey: advert.bindkey,
+                            bindkeyFile: advert.bindkeyFile)
     }
 
     private mutating func channels(_ node: YAMLNode, device: String, deviceContext: String) -> [ChannelConfig] {
@@ -149,7 +156,8 @@ struct DeviceRegistry {
     var qualified = false
     /// `bluetooth.adapters` (nil: every adapter BlueZ has): a device may only be pinned to one of them.
     var adapters: [AdapterSetting]?
-    /// `secrets_dir`, for devices from the bridge API (their `passkey_file` must be under it); nil: not checked.
+    /// `secrets_dir`, for devices from the bridge API (their `passkey_file` and `bindkey_file` must be under it);
+    /// nil: not checked.
     var secretsDir: String?
     /// The real path of every `passkey_file` in use, and the device using it: one device's passkey is never handed
     /// to a new address.

@@ -24,12 +24,7 @@ extension ConfigValidator {
             return nil
         }
         guard mode == .passkey else { return PairingConfig(mode: mode) }
-        if inline != nil, fileNode != nil {
-            let later = fields.keyNode("passkey")!.line > fields.keyNode("passkey_file")!.line
-                ? fields.keyNode("passkey")! : fields.keyNode("passkey_file")!
-            report(later, "\(context) has both passkey and passkey_file; use one (passkey_file is preferred)")
-            return nil
-        }
+        if refusesBoth("passkey", in: fields, context: context) { return nil }
         if let inline {
             // The text is never echoed: it is a secret even when malformed (a typo of the real one).
             guard case .scalar(let text, _) = inline.content, !inline.isNull,
@@ -44,21 +39,12 @@ extension ConfigValidator {
             report(key, "\(context) has pairing: passkey but neither passkey_file nor passkey")
             return nil
         }
-        guard let path = nonEmptyString(value, key: "passkey_file", context: context) else { return nil }
-        var resolved = TextFile.resolve(path, relativeTo: file)
-        if let secrets {
-            // Checked before anything is read, with one answer for every path outside: whoever sends device/add
-            // learns nothing about the rest of the file system.
-            guard let located = SecretsDirectory.locate(path, in: secrets.directory) else {
-                report(value, "passkey_file in \(context) must name a file in the secrets directory \(secrets.directory) "
-                    + "(secrets_dir)")
-                return nil
-            }
-            if let user = secrets.inUse[located] {
-                report(value, "passkey_file in \(context) is already used by device \"\(user)\"; each device needs its own")
-                return nil
-            }
-            resolved = located
+        guard let resolved = secretFilePath(value, key: "passkey_file", context: context, secretsDir: secrets?.directory) else {
+            return nil
+        }
+        if let user = secrets?.inUse[resolved] {
+            report(value, "passkey_file in \(context) is already used by device \"\(user)\"; each device needs its own")
+            return nil
         }
         switch PairingConfig.readPasskey(file: resolved) {
         case .failure(let problem):
@@ -68,5 +54,31 @@ extension ConfigValidator {
             return PairingConfig(mode: .passkey, passkey: Secret(text),
                                  passkeyFile: SecretFile(path: resolved, mode: TextFile.permissions(resolved)))
         }
+    }
+}
+
+/// What the secret keys share (`passkey`/`passkey_file` here, `bindkey`/`bindkey_file` in ConfigValidator+Adverts).
+extension ConfigValidator {
+    /// True (and reported at the later of the two) when a secret is given both inline (`key`) and as `<key>_file`.
+    mutating func refusesBoth(_ key: String, in fields: MappingFields, context: String) -> Bool {
+        guard let inline = fields.keyNode(key), let file = fields.keyNode(key + "_file") else { return false }
+        report(inline.line > file.line ? inline : file,
+               "\(context) has both \(key) and \(key)_file; use one (\(key)_file is preferred)")
+        return true
+    }
+
+    /// The path a secret file key (`passkey_file`, `bindkey_file`) names: relative to the config file, or, for a device
+    /// from the bridge API (`secretsDir` set), the real path of a file under that directory. nil when that fails
+    /// (reported).
+    mutating func secretFilePath(_ value: YAMLNode, key: String, context: String, secretsDir: String?) -> String? {
+        guard let path = nonEmptyString(value, key: key, context: context) else { return nil }
+        guard let secretsDir else { return TextFile.resolve(path, relativeTo: file) }
+        // Checked before anything is read, with one answer for every path outside: whoever sends device/add learns
+        // nothing about the rest of the file system.
+        guard let located = SecretsDirectory.locate(path, in: secretsDir) else {
+            report(value, "\(key) in \(context) must name a file in the secrets directory \(secretsDir) (secrets_dir)")
+            return nil
+        }
+        return located
     }
 }

@@ -16,16 +16,21 @@ struct ConfigValidator {
         issues.append(ConfigIssue(file: file, line: line, column: column, message: message, path: path))
     }
 
+    /// The top-level sections (the other top-level keys are `bridgeKeys`).
+    static let sectionKeys = ["mqtt", "bluetooth", "homeassistant", "devices", "adverts"]
+
     /// The whole document. An empty file is an empty mapping: every section has defaults.
     mutating func validate(_ root: YAMLNode?) -> BridgeConfig {
         var config = BridgeConfig()
         guard let root, !root.isNull else { return config }
-        guard let fields = fields(of: root, allowed: ["mqtt", "bluetooth", "homeassistant", "devices"] + Self.bridgeKeys,
-                                  context: "the top level") else { return config }
+        guard let fields = fields(of: root, allowed: Self.sectionKeys + Self.bridgeKeys, context: "the top level") else {
+            return config
+        }
         if let node = fields["mqtt"] { config.mqtt = mqtt(node) }
         if let node = fields["bluetooth"] { config.bluetooth = bluetooth(node) }
         if let node = fields["homeassistant"] { config.homeassistant = homeassistant(node) }
         if let node = fields["devices"] { config.devices = devices(node, adapters: config.bluetooth.adapters) }
+        if let node = fields["adverts"] { config.adverts = adverts(node) }
         bridgeSettings(fields, into: &config)
         return config
     }

@@ -1,5 +1,6 @@
-/// A setting that is valid but weakens security: reported (never fatal) by `config check` and logged by `run` at
-/// start and on every reload. Warnings name keys and files, never a secret's value.
+/// A setting that is valid but weakens security, or has no effect (`advert:` devices while adverts are off):
+/// reported (never fatal) by `config check` and logged by `run` at start and on every reload. Warnings name keys and
+/// files, never a secret's value.
 public struct ConfigWarning: Sendable, Equatable, CustomStringConvertible {
     public var file: String
     public var message: String
@@ -31,16 +32,21 @@ extension BridgeConfig {
             messages.append("password_file \"\(passwordFile.path)\" is accessible to group or others (mode "
                 + "\(Self.octal(mode))); make it readable by its owner only (chmod 600)")
         }
-        for device in devices where device.pairing.mode == .passkey {
-            if let passkeyFile = device.pairing.passkeyFile {
-                if let mode = passkeyFile.mode, mode & 0o077 != 0 {
-                    messages.append("passkey_file \"\(passkeyFile.path)\" of device \"\(device.name)\" is accessible to group or "
-                        + "others (mode \(Self.octal(mode))); make it readable by its owner only (chmod 600)")
-                }
-            } else {
-                messages.append("device \"\(device.name)\" has its passkey in the config file; put it in a passkey_file "
-                    + "readable by its owner only")
+        for device in devices {
+            if device.pairing.mode == .passkey,
+               let warning = Self.secretWarning("passkey", file: device.pairing.passkeyFile, device: device.name) {
+                messages.append(warning)
             }
+            if device.bindkey != nil, let warning = Self.secretWarning("bindkey", file: device.bindkeyFile, device: device.name) {
+                messages.append(warning)
+            }
+        }
+        let unheard = devices.filter { $0.advert != nil }.map { "\"\($0.name)\"" }
+        if !adverts.enabled, !unheard.isEmpty {
+            let (which, whose) = unheard.count == 1 ? ("device \(unheard[0]) has", "its")
+                : ("devices \(unheard.joined(separator: ", ")) have", "their")
+            messages.append("\(which) advert: but adverts.enabled is false, so \(whose) broadcasts are never listened to; "
+                + "set adverts: {enabled: true}")
         }
         return messages.map { ConfigWarning(file: file, message: $0) }
     }
@@ -54,6 +60,16 @@ extension BridgeConfig {
         if name == "localhost" || name.hasSuffix(".localhost") || name == "::1" || name == "0:0:0:0:0:0:0:1" { return true }
         let octets = name.split(separator: ".", omittingEmptySubsequences: false)
         return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
+    }
+
+    /// A device's passkey or bindkey written inline, or in a `<key>_file` that group or others can read.
+    private static func secretWarning(_ key: String, file: SecretFile?, device: String) -> String? {
+        guard let file else {
+            return "device \"\(device)\" has its \(key) in the config file; put it in a \(key)_file readable by its owner only"
+        }
+        guard let mode = file.mode, mode & 0o077 != 0 else { return nil }
+        return "\(key)_file \"\(file.path)\" of device \"\(device)\" is accessible to group or others (mode \(octal(mode))); "
+            + "make it readable by its owner only (chmod 600)"
     }
 
     private static func octal(_ mode: UInt32) -> String {

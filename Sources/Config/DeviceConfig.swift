@@ -16,10 +16,13 @@ public struct DeviceConfig: Sendable, Equatable {
     public var advert: AdvertSelection?
     /// The key of an encrypted BTHome or Xiaomi broadcaster (`bindkey_file:`, or `bindkey:` inline); never printed.
     public var bindkey: Bindkey?
+    /// Where the bindkey was read from (nil: none, or written inline, which `config check` warns about).
+    public var bindkeyFile: SecretFile?
 
     public init(name: String, address: BluetoothAddress, channels: [ChannelConfig],
                 source: DeviceSource = DeviceSource(kind: .config, file: "", line: 0), pairing: PairingConfig = .none,
-                adapter: String? = nil, advert: AdvertSelection? = nil, bindkey: Bindkey? = nil) {
+                adapter: String? = nil, advert: AdvertSelection? = nil, bindkey: Bindkey? = nil,
+                bindkeyFile: SecretFile? = nil) {
         self.name = name
         self.address = address
         self.channels = channels
@@ -28,16 +31,18 @@ public struct DeviceConfig: Sendable, Equatable {
         self.adapter = adapter
         self.advert = advert
         self.bindkey = bindkey
+        self.bindkeyFile = bindkeyFile
     }
 
     /// Only broadcasts: no channels, so no connection is ever made.
     public var isPassive: Bool { advert != nil && channels.isEmpty }
 
     /// Ignores `source`: a device whose entry moved (a comment added above it) has not changed, and a reload must
-    /// not interrupt it.
+    /// not interrupt it. The bindkey's file counts, as the passkey's does in `pairing`.
     public static func == (lhs: DeviceConfig, rhs: DeviceConfig) -> Bool {
         lhs.name == rhs.name && lhs.address == rhs.address && lhs.channels == rhs.channels && lhs.pairing == rhs.pairing
             && lhs.adapter == rhs.adapter && lhs.advert == rhs.advert && lhs.bindkey == rhs.bindkey
+            && lhs.bindkeyFile == rhs.bindkeyFile
     }
 
     /// The device's MQTT topic level (`D` in docs/mqtt.md).

@@ -1,3 +1,4 @@
+import Adverts
 import Codecs
 import Testing
 @testable import Config
@@ -24,8 +25,10 @@ import Testing
         #expect(keys(document["properties"]?["mqtt"]) == Set(ConfigValidator.mqttKeys))
         #expect(keys(document["$defs"]?["channel"]) == Set(ConfigValidator.channelKeys))
         #expect(keys(document["$defs"]?["device"])
-            == Set(ConfigValidator.deviceKeys + ConfigValidator.optionalDeviceKeys + ConfigValidator.pairingKeys))
-        #expect(keys(document).isSuperset(of: ConfigValidator.bridgeKeys))
+            == Set(ConfigValidator.deviceKeys + ConfigValidator.optionalDeviceKeys + ConfigValidator.pairingKeys
+                   + ConfigValidator.advertDeviceKeys))
+        #expect(keys(document["properties"]?["adverts"]) == Set(ConfigValidator.advertsKeys))
+        #expect(keys(document) == Set(ConfigValidator.sectionKeys + ConfigValidator.bridgeKeys))
     }
 
     @Test func enumsAreTheValidatorsSpellings() throws {
@@ -35,11 +38,16 @@ import Testing
         #expect(strings(channel?["homeassistant"]?["enum"]) == HomeAssistantComponent.allCases.map(\.rawValue))
         let device = try schema()["$defs"]?["device"]?["properties"]
         #expect(strings(device?["pairing"]?["enum"]) == PairingMode.allCases.map(\.rawValue))
+        #expect(strings(device?["advert"]?["enum"]) == ["auto"] + AdvertFormat.allCases.map(\.rawValue))
+        let adverts = try schema()["properties"]?["adverts"]?["properties"]
+        #expect(strings(adverts?["auto"]?["items"]?["enum"]) == AdvertFormat.allCases.map(\.rawValue))
     }
 
     @Test func requiredKeysAreTheValidators() throws {
         let defs = try schema()["$defs"]
-        #expect(strings(defs?["device"]?["required"]) == ConfigValidator.deviceKeys)
+        // channels, or advert for a passive device.
+        #expect(strings(defs?["device"]?["required"]) + ["channels"] == ConfigValidator.deviceKeys)
+        #expect(defs?["device"]?["anyOf"]?.arrayValue?.map { strings($0["required"]) } == [["channels"], ["advert"]])
         #expect(strings(defs?["channel"]?["required"]) == ["name", "characteristic", "codec"])
     }
 }

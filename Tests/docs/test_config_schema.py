@@ -59,7 +59,7 @@ def test_the_shipped_example_names_the_schema():
 
 def doc_configs():
     """The ```yaml blocks of the guide that are whole configs (a mapping of top-level keys), not fragments."""
-    top = {"mqtt", "bluetooth", "homeassistant", "devices", "state_dir", "bridge_api", "bridge"}
+    top = {"mqtt", "bluetooth", "homeassistant", "devices", "adverts", "state_dir", "bridge_api", "bridge"}
     for page in sorted((REPO / "docs").rglob("*.md")) + [REPO / "README.md"]:
         for index, block in enumerate(re.findall(r"^```yaml\n(.*?)^```", page.read_text(), re.S | re.M)):
             if "[...]" in block or "…" in block:
@@ -143,6 +143,22 @@ INVALID = {
     "command_ttl not a number": with_channel(writable=True, command_ttl="soon"),
     "values not a mapping": with_channel(values=["01"]),
     "unknown channel key": with_channel(colour="red"),
+    "adverts not a mapping": {"adverts": True},
+    "adverts enabled quoted": {"adverts": {"enabled": "true"}},
+    "adverts auto not a list": {"adverts": {"auto": "bthome"}},
+    "adverts auto unknown format": {"adverts": {"auto": ["bthome", "btlove"]}},
+    "adverts auto twice the same": {"adverts": {"auto": ["govee", "govee"]}},
+    "adverts auto_limit negative": {"adverts": {"auto_limit": -1}},
+    "adverts auto_limit too large": {"adverts": {"auto_limit": 10001}},
+    "adverts timeout 0": {"adverts": {"timeout": 0}},
+    "unknown adverts key": {"adverts": {"limit": 5}},
+    "unknown advert format": with_device(advert="thermometer"),
+    "advert auto in a list": with_device(advert=["auto"]),
+    "bindkey without advert": with_device(bindkey="0123456789abcdef0123456789abcdef"),
+    "bindkey_file without advert": with_device(bindkey_file="k"),
+    "bindkey and bindkey_file": with_device(advert="bthome", bindkey="0123456789abcdef0123456789abcdef", bindkey_file="k"),
+    "bindkey of 31 digits": with_device(advert="bthome", bindkey="0123456789abcdef0123456789abcde"),
+    "bindkey not hex": with_device(advert="bthome", bindkey="0123456789abcdef0123456789abcdeg"),
 }
 
 
@@ -177,6 +193,15 @@ ACCEPTED = {
             ["2a37", "0x2A37", "0000180d", "0x180F/00002a19-0000-1000-8000-00805f9b34fb",
              "c0ffee001ed04c7a9b1e000000000001/c0ffee00-1ed0-4c7a-9b1e-000000000002"])])]},
     "fleet": {"bridge": {"id": "kitchen", "handover_after": 30, "unreachable_after": 60}},
+    "adverts: alone": {"adverts": None},
+    "adverts, every key": {"adverts": {"enabled": True, "auto": ["bthome", "xiaomi", "pvvx", "atc", "govee", "ruuvi",
+                                                                  "ibeacon", "eddystone"], "auto_limit": 0, "timeout": 0.5}},
+    "adverts auto empty": {"adverts": {"auto": None}},
+    "a passive device": {"adverts": {"enabled": True},
+                         "devices": [{"name": "thermo", "address": "A4:C1:38:00:00:01", "advert": "auto"}]},
+    "a passive device with an inline bindkey": {"adverts": {"enabled": True}, "devices": [
+        {"name": "thermo", "address": "A4:C1:38:00:00:01", "advert": "bthome", "bindkey": "0123456789abcdef0123456789ABCDEF"}]},
+    "channels and advert": with_device(advert="xiaomi"),
 }
 
 
@@ -199,6 +224,7 @@ def at_bluetooth(mapping): return {"bluetooth": mapping}
 def at_adapter(mapping): return {"bluetooth": {"adapters": [dict({"name": "hci0"}, **mapping)]}}
 def at_homeassistant(mapping): return {"homeassistant": mapping}
 def at_bridge(mapping): return {"bridge": mapping}
+def at_adverts(mapping): return {"adverts": mapping}
 def at_device(mapping): return {"devices": [dict(DEVICE, **mapping)]}
 def at_channel(mapping): return {"devices": [dict(DEVICE, channels=[dict(DEVICE["channels"][0], **mapping)])]}
 
@@ -217,6 +243,7 @@ def schema_keys(schema):
         (at_adapter, "bluetooth.adapters[].", set(adapter["properties"])),
         (at_homeassistant, "homeassistant.", set(props["homeassistant"]["properties"])),
         (at_bridge, "bridge.", set(props["bridge"]["properties"])),
+        (at_adverts, "adverts.", set(props["adverts"]["properties"])),
         (at_device, "devices[].", set(defs["device"]["properties"])),
         (at_channel, "channels[].", set(defs["channel"]["properties"])),
     ]

@@ -273,7 +273,7 @@ def test_passive_devices_publish_their_broadcast_values(bench, run_gattbridge, g
 
     # Home Assistant: one sensor per measurement, with its device class, unit and state class.
     configs = retained_messages(mosquitto, f"{PREFIX}/#", f"{PREFIX}/test-sentinel")
-    node = "gattbridge_" + BTHOME.replace(":", "")
+    node = "gattbridge_" + BTHOME.replace(":", "") + "_advert"   # the adverts feature's own discovery node
     by_state = {json.loads(p).get("state_topic"): json.loads(p) for t, p in configs.items()
                 if t.startswith(f"{PREFIX}/sensor/{node}/")}
     temperature = by_state[bridge.topic("balcony", "temperature")]
@@ -329,7 +329,7 @@ def test_a_button_press_is_one_event_not_retained(bench, run_gattbridge, gattbri
     assert bridge.topic("balcony", "button") not in retained
 
     # Home Assistant: an event entity and a device trigger for the press, as for a connected event channel.
-    node = "gattbridge_" + BTHOME.replace(":", "")
+    node = "gattbridge_" + BTHOME.replace(":", "") + "_advert"   # the adverts feature's own discovery node
     configs = {t: json.loads(p) for t, p in
                retained_messages(mosquitto, f"{PREFIX}/#", f"{PREFIX}/test-sentinel").items()}
     entities = [c for t, c in configs.items() if t.startswith(f"{PREFIX}/event/{node}/")

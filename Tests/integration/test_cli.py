@@ -60,11 +60,36 @@ def test_scan_json_lists_peripherals_with_address_name_and_services(run_gattbrid
     devices = {d["address"]: d for d in json.loads(proc.stdout)}
     assert set(devices) == {HRM, LED}
     assert devices[HRM] == {"address": HRM, "address_type": "public", "name": "Bench HRM", "rssi": 0,
-                            "services": [full("180d"), full("180f")], "paired": False, "bonded": False}
+                            "services": [full("180d"), full("180f")], "paired": False, "bonded": False,
+                            "measurements": None}
     assert devices[LED]["name"] == "Bench LED"
     assert devices[LED]["services"] == [led.SERVICE]
     for d in devices.values():
-        assert list(d) == ["address", "address_type", "name", "rssi", "services", "paired", "bonded"]
+        assert list(d) == ["address", "address_type", "name", "rssi", "services", "paired", "bonded", "measurements"]
+
+
+# A BTHome v2 broadcast (service data 0xFCD2): 25.06 °C and 50.55 % (bthome-ble's own test vector).
+BTHOME = {"fcd2": "4002ca0903bf13"}
+
+
+def test_scan_shows_what_broadcasts_say(run_gattbridge, peripheral):
+    """The decoded measurements of each device (docs/cli.md): an object in --json (null when nothing decodes), one
+    column of the table."""
+    peripheral("heart_rate")
+    thermometer = peripheral("led", service_data=BTHOME).address
+    proc = run(run_gattbridge, ["scan", "--duration", "3", "--json"])
+    assert proc.returncode == 0, proc.stderr
+    devices = {d["address"]: d for d in json.loads(proc.stdout)}
+    assert devices[thermometer]["measurements"] == {"temperature": 25.06, "humidity": 50.55}
+    assert devices[HRM]["measurements"] is None
+
+    proc = run(run_gattbridge, ["scan", "--duration", "3"])
+    assert proc.returncode == 0, proc.stderr
+    header, *rows = proc.stdout_lines
+    start, end = header.index("MEASUREMENTS"), header.index("SERVICES")
+    cells = {row.split()[0]: row[start:end].strip() for row in rows}
+    assert cells[thermometer] == "temperature=25.06 humidity=50.55", proc.stdout
+    assert cells[HRM] == "-", proc.stdout
 
 
 def test_scan_service_filter_and_table_when_not_a_terminal(run_gattbridge, peripheral, central):
@@ -73,7 +98,7 @@ def test_scan_service_filter_and_table_when_not_a_terminal(run_gattbridge, perip
     proc = run(run_gattbridge, ["scan", "--duration", "2", "--service", "180d"])
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout_lines
-    assert lines[0].split() == ["ADDRESS", "NAME", "RSSI", "SERVICES"]
+    assert lines[0].split() == ["ADDRESS", "NAME", "RSSI", "MEASUREMENTS", "SERVICES"]
     assert len(lines) == 2, lines
     assert lines[1].startswith(HRM) and "Bench HRM" in lines[1]
     assert "Heart Rate (180d)" in lines[1] and "Battery Service (180f)" in lines[1]
@@ -126,7 +151,7 @@ def test_scan_on_a_terminal_redraws_the_table_as_devices_appear(bench, gattbridg
     # The second table replaced the first in place: cursor up over it, clear to the end of the screen.
     assert b"\x1b[2A\r\x1b[J" in output, output
     final = output.rsplit(b"\x1b[J", 1)[1].decode().replace("\r", "").splitlines()
-    assert final[0].split() == ["ADDRESS", "NAME", "RSSI", "SERVICES"]
+    assert final[0].split() == ["ADDRESS", "NAME", "RSSI", "MEASUREMENTS", "SERVICES"]
     assert sorted(line.split()[0] for line in final[1:]) == [HRM, LED]
 
 
@@ -492,3 +517,77 @@ def test_config_check_warns_but_says_ok(run_gattbridge, tmp_path):
     proc = run(run_gattbridge, ["config", "check", "--config", path])
     assert (proc.returncode, proc.stdout) == (0, "ok"), proc.stderr
     assert len(proc.stderr_lines) == 1 and "mqtt.tls.insecure is set" in proc.stderr and "host name" in proc.stderr
+
+
+BINDKEY = "231d39c1d7cc1ab1aee224cd096db932"
+
+
+def test_config_check_passive_devices_and_bindkeys(run_gattbridge, tmp_path):
+    """`adverts:` and the advert, bindkey_file and bindkey device keys (docs/configuration.md#adverts): a passive
+    device needs no channels; each bad key is an error naming file, line and key, never the key's digits; an inline
+    bindkey and advert devices while adverts are off are warnings."""
+    key_file = tmp_path / "balcony.bindkey"
+    key_file.write_text(BINDKEY + "\n")
+    key_file.chmod(0o600)
+    path = tmp_path / "adverts.yaml"
+    path.write_text(f"""\
+adverts: {{enabled: true, auto: [bthome, xiaomi], auto_limit: 50, timeout: 600}}
+devices:
+  - name: balcony
+    address: "A4:C1:38:00:00:01"
+    advert: bthome
+    bindkey_file: {key_file.name}
+  - name: plant
+    address: "C4:7C:8D:00:00:01"
+    advert: auto
+  - name: strap
+    address: "C0:FF:EE:00:00:01"
+    advert: xiaomi
+    bindkey: "{BINDKEY}"
+    channels:
+      - {{name: hr, characteristic: "2a37", codec: heart_rate_measurement}}
+""")
+    proc = run(run_gattbridge, ["config", "check", "--config", path])
+    assert (proc.returncode, proc.stdout) == (0, "ok"), proc.stderr
+    assert proc.stderr_lines == [f'{path}: warning: device "strap" has its bindkey in the config file; put it in a '
+                                 "bindkey_file readable by its owner only"]
+    assert BINDKEY not in proc.stderr
+
+    path.write_text(path.read_text().replace("enabled: true", "enabled: false"))
+    proc = run(run_gattbridge, ["config", "check", "--config", path])
+    assert (proc.returncode, proc.stdout) == (0, "ok"), proc.stderr
+    assert f'{path}: warning: devices "balcony", "plant", "strap" have advert: but adverts.enabled is false, so their ' \
+           "broadcasts are never listened to; set adverts: {enabled: true}" in proc.stderr_lines, proc.stderr
+
+    short = BINDKEY[:-1]
+    key_file.write_text(short + "\n")
+    bad = tmp_path / "bad-adverts.yaml"
+    bad.write_text(f"""\
+adverts:
+  auto: [bthome, xiaomy]
+  auto_limit: 100000
+devices:
+  - name: balcony
+    address: "A4:C1:38:00:00:01"
+    advert: bthome
+    bindkey_file: {key_file}
+  - name: plant
+    address: "C4:7C:8D:00:00:01"
+    bindkey: "{short}"
+  - name: door
+    address: "C4:7C:8D:00:00:02"
+    advert: xiaomi
+    bindkey: "{short}"
+""")
+    proc = run(run_gattbridge, ["config", "check", "--config", bad])
+    assert (proc.returncode, proc.stdout) == (78, ""), proc.stderr
+    assert proc.stderr_lines == [
+        f'{bad}:2:18: auto in adverts must be one of bthome, xiaomi, pvvx, atc, govee, ruuvi, ibeacon, eddystone, got '
+        '"xiaomy" (did you mean "xiaomi"?)',
+        f"{bad}:3:15: auto_limit in adverts must be an integer from 0 to 10000, got 100000",
+        f'{bad}:8:19: bindkey_file "{key_file}" must hold 32 hex digits',
+        f'{bad}:9:5: device "plant" is missing required key "channels"',
+        f'{bad}:11:5: bindkey in device "plant" needs advert: (the format of its broadcasts, or auto)',
+        f'{bad}:15:14: bindkey in device "door" must be 32 hex digits',
+    ], proc.stderr
+    assert short not in proc.stderr

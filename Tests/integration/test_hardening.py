@@ -283,4 +283,33 @@ def test_device_add_takes_secrets_only_from_the_secrets_directory(run_gattbridge
     assert tiny["status"] == "error" and "at least 0.1 s" in tiny["error"], tiny
     assert not any(line.startswith("FORGED") for line in bridge.process.stderr.splitlines())
     assert "135790" not in bridge.process.stderr and "024680" not in bridge.process.stderr
+
+    # bindkey_file follows the same rule (docs/security.md#secrets-directory); an inline bindkey is echoed redacted,
+    # and a bad one never echoed.
+    key = "231d39c1d7cc1ab1aee224cd096db932"
+    (secrets / "thermo.bindkey").write_text(key + "\n")
+    (tmp_path / "elsewhere.bindkey").write_text(key + "\n")
+
+    def thermo(name: str, address: str, **extra) -> dict:
+        return {**device(name, address, [channel("led", LED_CHAR, "hex", mode="read", interval=60)]),
+                "advert": "bthome", **extra}
+
+    outside = set()
+    for index, target in enumerate(["/etc/hostname", str(tmp_path / "elsewhere.bindkey"), "../elsewhere.bindkey",
+                                    "missing.bindkey", "/etc"]):
+        answer = request(mqtt, bridge, "device/add", thermo("probe", f"C0:FF:EE:00:28:{index + 16:02X}",
+                                                            bindkey_file=target))
+        assert answer["status"] == "error", (target, answer)
+        outside.add(answer["error"])
+    assert len(outside) == 1 and "secrets directory" in outside.pop()
+    saved = request(mqtt, bridge, "device/add", thermo("thermo", "C0:FF:EE:00:28:01", bindkey_file="thermo.bindkey"))
+    assert saved["status"] == "ok" and saved["data"]["bindkey_file"] == "thermo.bindkey", saved
+    inline = request(mqtt, bridge, "device/add", thermo("thermo-inline", "C0:FF:EE:00:28:02", bindkey=key))
+    assert inline["status"] == "ok" and inline["data"]["bindkey"] == "<redacted>", inline
+    short = request(mqtt, bridge, "device/add", thermo("thermo-short", "C0:FF:EE:00:28:03", bindkey=key[:-1]))
+    assert short == {**short, "status": "error", "error": 'bindkey: bindkey in device "thermo-short" must be 32 hex digits'}
+    assert key[:12] not in bridge.process.stderr
+    # Only the requests themselves (the test's own publishes) carry it.
+    assert not any(key[:12] in m.payload.decode(errors="replace") for m in mqtt.received()
+                   if "/bridge/request/" not in m.topic), "a bindkey reached MQTT"
     bridge.assert_running()

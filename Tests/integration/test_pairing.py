@@ -123,8 +123,11 @@ def test_the_agent_answers_only_for_saved_devices_that_pair(run_gattbridge, mosq
     # A reload that drops the lock: it is refused from then on.
     write_config(tmp_path, mosquitto.port, [led_device("bulb", BULB, pairing="just_works"), led_device("lock", LOCK),
                                             led_device("plain", STRANGER)], ha=False)
+    mark = mqtt.mark()
     bridge.process.signal(signal.SIGHUP)
     wait_until(lambda: rejected(bus, name, "RequestPasskey", "o", dev_path(LOCK)), 10, "lock still answered")
+    # The new config's MQTT settings differ, so a new client connects: requests before it subscribed would be lost.
+    mqtt.wait_for(bridge.topic("bridge", "state"), "online", 15, since=mark)
 
     # A device added over the bridge API pairs too; its inline passkey is not echoed on MQTT.
     added = request(mqtt, bridge, "device/add", led_device("api-lock", "C0:FF:EE:00:09:04", pairing="passkey",

@@ -67,10 +67,31 @@ extension BridgeCore {
 
     /// Places every device and tells whoever must hear of a change (`Placement`).
     func placeDevices() {
-        tell(placement.place(config.devices, sessions: sessions.keys, fleet: ownership.isFleet,
+        tell(placement.place(connecting, sessions: sessions.keys, fleet: ownership.isFleet,
                              listeningOnly: listeningOnly))
         anyDiscovery.setAdapters(adapterSet.listening)
+        scanForBroadcasts()
     }
+
+    /// The devices that take a connection (a passive one never does).
+    var connecting: [DeviceConfig] { config.devices.filter { !$0.isPassive } }
+
+    /// Passive broadcasts (docs/adverts.md): while `adverts.enabled`, discovery stays on every powered adapter,
+    /// reporting every advertisement; the sessions' own discovery requests come and go beside it.
+    func scanForBroadcasts() {
+        let enabled = config.adverts.enabled
+        let wanted: Set<String> = enabled ? Set(adapterSet.present.values.filter(\.powered).map(\.path)) : []
+        if enabled != broadcastScan.repeats {
+            discovery.reportRepeats(enabled)
+            broadcastScan.repeats = enabled
+        }
+        for path in wanted.subtracting(broadcastScan.adapters) { discovery.want(Self.broadcastScanner, adapter: path) }
+        for path in broadcastScan.adapters.subtracting(wanted) { discovery.release(Self.broadcastScanner, adapter: path) }
+        broadcastScan.adapters = wanted
+    }
+
+    /// The discovery interest of the broadcast scan: not a device name (those never hold a NUL).
+    static let broadcastScanner = "\u{0}adverts"
 
     func tell(_ notices: [Placement.Notice]) {
         for notice in notices {

@@ -1,4 +1,5 @@
 import BlueZ
+import Bluetooth
 import Config
 import MQTT
 
@@ -6,6 +7,12 @@ import MQTT
 /// of them (republish, fleet ownership and holds), and the BlueZ facts they are told.
 extension BridgeCore {
     func startSession(_ device: DeviceConfig, bluezAvailable: Bool) {
+        // A passive device never connects (docs/adverts.md): the adverts feature speaks for it.
+        guard !device.isPassive else {
+            board.register(device.name)
+            if unannouncedOwnership.remove(device.name) != nil { announcePassive(device) }
+            return
+        }
         let host = self.host, board = self.board, ownership = self.ownership, sink = self.sink
         let holder = HoldingPublisher(link)
         holders[device.name] = holder
@@ -55,6 +62,10 @@ extension BridgeCore {
         switch request {
         case .republish(let states):
             for session in sessions.values { session.send(.republish(states: states)) }
+        case .availability(let name, let online):
+            guard let device = config.devices.first(where: { $0.name == name }), device.isPassive else { break }
+            board.set(name, online: online)
+            host.emit(.availability(device, online: online))
         case .hold(let name, let held):
             await run(machine.handle(.hold(device: name, held: held,
                                            known: sessions[name] != nil && holders[name] != nil)))
@@ -62,7 +73,11 @@ extension BridgeCore {
             await run(machine.handle(.ownership(device: name, owned: owned)))
             guard ownership.set(name, owned: owned) else { break }
             guard let session = sessions[name] else {
-                unannouncedOwnership.insert(name)
+                if let device = config.devices.first(where: { $0.name == name }), device.isPassive {
+                    announcePassive(device)
+                } else {
+                    unannouncedOwnership.insert(name)
+                }
                 break
             }
             unannouncedOwnership.remove(name)
@@ -72,6 +87,15 @@ extension BridgeCore {
             board.touch()       // the STATUS= line counts owned devices
             placeDevices()      // an owned device takes a connection slot; one given up frees it
         }
+    }
+
+    /// Fleet: a passive device has no connection to take or drop, so a release is done as soon as it is decided.
+    func announcePassive(_ device: DeviceConfig) {
+        let owned = ownership.owns(device.name)
+        logger.notice("\(owned ? "owning" : "giving up") device \(device.name)")
+        host.emit(.ownership(device, owned: owned))
+        if !owned { host.emit(.released(device)) }
+        board.touch()
     }
 
     /// A command that found its device held: kept until the hold ends (bounded), or routed again if it has already.
@@ -103,14 +127,34 @@ extension BridgeCore {
         case .deviceAdded(let info):
             byAddress[info.address]?.send(.device(event))
             noteSighting(info)
+            heard(info, changed: nil)
         case .deviceChanged(let info, let changed):
             byAddress[info.address]?.send(.device(event))
             if changed.contains("RSSI") { noteSighting(info) }
+            heard(info, changed: changed)
         case .deviceRemoved(let path, let address):
             byAddress[address]?.send(.device(event))
             adapterSet.lostSight(address, adapter: Self.name(ofAdapter: Self.adapterPath(ofDevice: path)))
+            if ownership.isFleet, let device = passiveDevice(address) { host.emit(.sighting(device, nil)) }
         case .deviceDisconnected, .gattAdded, .gattRemoved:
             break
         }
+    }
+
+    /// Passive (docs/adverts.md): what an adapter heard goes to the adverts feature; a passive device's RSSI is the
+    /// fleet's sighting, as a session's is for a connected device.
+    private func heard(_ info: DeviceInfo, changed: Set<String>?) {
+        guard config.adverts.enabled else { return }
+        if let changed, changed.isDisjoint(with: Self.broadcastProperties) { return }
+        if let broadcast = HeardBroadcast(info) { host.emit(.broadcast(broadcast)) }
+        if ownership.isFleet, let rssi = info.rssi, changed?.contains("RSSI") ?? true, let device = passiveDevice(info.address) {
+            host.emit(.sighting(device, rssi))
+        }
+    }
+
+    static let broadcastProperties: Set<String> = ["ServiceData", "ManufacturerData", "RSSI"]
+
+    private func passiveDevice(_ address: BluetoothAddress) -> DeviceConfig? {
+        config.devices.first { $0.address == address && $0.isPassive }
     }
 }

@@ -36,6 +36,8 @@ public actor BridgeCore {
         _modify { yield &placement.set }
     }
     var armedWakes: [String: ContinuousClock.Instant] = [:]
+    /// Passive broadcasts: the adapters discovery is kept on for them, and whether every report is asked for.
+    var broadcastScan: (adapters: Set<String>, repeats: Bool) = ([], false)
     let inbox: AsyncStream<CoreInput>
     let sink: AsyncStream<CoreInput>.Continuation
     let adapterJobs: (stream: AsyncStream<Job>, continuation: AsyncStream<Job>.Continuation)
@@ -143,7 +145,7 @@ public actor BridgeCore {
 
     private func start() async {
         adapterSet.update(await bluez.adapters())
-        adapterSet.watch(config.devices)
+        adapterSet.watch(connecting)
         for device in await bluez.devices() where device.rssi != nil { noteSighting(device) }
         if adapterSet.present.isEmpty { logger.warning("no Bluetooth adapter yet; waiting for one") }
         let available = await bluez.isAvailable

@@ -41,6 +41,12 @@ public struct FeatureContext: Sendable {
         host.requests.yield(.ownership(device: device, owned: owned))
     }
 
+    /// Passive (docs/adverts.md): the adverts feature, which publishes a broadcaster's `availability` itself, says
+    /// so here, so the other features (the device list, the fleet's link) hear it as from a session.
+    public func setAvailability(_ device: String, online: Bool) {
+        host.requests.yield(.availability(device: device, online: online))
+    }
+
     /// Fleet: an owned device is held (`OwnershipAction.hold`) or no longer.
     public func setHeld(_ device: String, held: Bool) {
         host.requests.yield(.hold(device: device, held: held))

@@ -38,8 +38,13 @@ extension DeviceChange {
         switch self {
         case .add(let device):
             if let same = new.devices.first(where: { $0.name == device.name }), same == device,
-               same.source.kind == .api {
+               same.source.kind == device.source.kind, same.source.kind != .config {
                 return .success((new, same))
+            }
+            // Adopting (docs/adverts.md): a saved device takes the place of the auto device with its address.
+            if device.source.kind != .advert,
+               let auto = new.devices.firstIndex(where: { $0.address == device.address && $0.source.kind == .advert }) {
+                new.devices.remove(at: auto)
             }
             if let taken = new.devices.first(where: { $0.topicLevel == device.topicLevel }) {
                 return .failure(.nameTaken(taken.name))

@@ -173,6 +173,23 @@ struct CoreMachine: Sendable {
         for entry in history where entry.generation > generation {
             if case .success(let result) = entry.change.applied(to: config) { config = result.config }
         }
+        return Self.keepingAutoDevices(of: self.config, in: config)
+    }
+
+    /// The files never hold auto devices (docs/adverts.md: heard, not saved): a reload keeps those still allowed by
+    /// the new `adverts:` section, unless the files now save a device with that address or name.
+    static func keepingAutoDevices(of running: BridgeConfig, in loaded: BridgeConfig) -> BridgeConfig {
+        var config = loaded
+        guard config.adverts.enabled else { return config }
+        var kept = 0
+        for device in running.devices where device.source.kind == .advert {
+            guard kept < config.adverts.autoLimit, case .format(let format)? = device.advert,
+                  config.adverts.auto.contains(format),
+                  !config.devices.contains(where: { $0.address == device.address || $0.topicLevel == device.topicLevel })
+            else { continue }
+            config.devices.append(device)
+            kept += 1
+        }
         return config
     }
 

@@ -9,6 +9,9 @@ import ServiceLifecycle
 public final class DiscoveryCoordinator: DiscoveryControl, Service {
     private enum Request: Sendable {
         case want(String, adapter: String), release(String, adapter: String), reset
+        /// Passive broadcasts (docs/adverts.md) need every advertisement reported, not only the first of each device:
+        /// discovery running with the other filter is restarted with this one.
+        case reportRepeats(Bool)
         /// A recovery step (docs/adapters.md): stop and start discovery on the adapter, answering with the error, if any.
         case restart(adapter: String, done: @Sendable (String?) -> Void)
     }
@@ -35,9 +38,16 @@ public final class DiscoveryCoordinator: DiscoveryControl, Service {
         await cancelWhenGracefulShutdown {
             var interested: [String: Set<String>] = [:]   // adapter path → device names
             var running: Set<String> = []
+            var repeats = false
             for await request in stream {
                 var adapters: [String]
                 switch request {
+                case .reportRepeats(let on):
+                    guard on != repeats else { continue }
+                    repeats = on
+                    for adapter in running { try? await bluez.stopDiscovery(adapter: adapter) }
+                    adapters = Array(running)
+                    running.removeAll()
                 case .want(let device, let adapter):
                     interested[adapter, default: []].insert(device)
                     adapters = [adapter]
@@ -50,7 +60,7 @@ public final class DiscoveryCoordinator: DiscoveryControl, Service {
                 case .restart(let adapter, let done):
                     if running.remove(adapter) != nil { try? await bluez.stopDiscovery(adapter: adapter) }
                     do {
-                        try await bluez.startDiscovery(adapter: adapter, filter: DiscoveryFilter(transport: .le))
+                        try await bluez.startDiscovery(adapter: adapter, filter: DiscoveryFilter(transport: .le, duplicateData: repeats))
                         running.insert(adapter)
                         done(nil)
                     } catch {
@@ -63,7 +73,7 @@ public final class DiscoveryCoordinator: DiscoveryControl, Service {
                     let wanted = !(interested[adapter]?.isEmpty ?? true)
                     if wanted && !running.contains(adapter) {
                         do {
-                            try await bluez.startDiscovery(adapter: adapter, filter: DiscoveryFilter(transport: .le))
+                            try await bluez.startDiscovery(adapter: adapter, filter: DiscoveryFilter(transport: .le, duplicateData: repeats))
                             running.insert(adapter)
                             outcome.yield((adapter, nil))
                             logger.debug("discovery started", metadata: ["adapter": "\(adapter)"])
@@ -87,6 +97,7 @@ public final class DiscoveryCoordinator: DiscoveryControl, Service {
 
     public func want(_ device: String, adapter: String) { requests.yield(.want(device, adapter: adapter)) }
     public func release(_ device: String, adapter: String) { requests.yield(.release(device, adapter: adapter)) }
+    public func reportRepeats(_ on: Bool) { requests.yield(.reportRepeats(on)) }
     /// bluetoothd restarted or the adapter came back: discovery it ran is gone; start again for whoever still waits.
     func reset() { requests.yield(.reset) }
 

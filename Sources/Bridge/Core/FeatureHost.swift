@@ -15,6 +15,8 @@ enum CoreRequest: Sendable {
     case ownership(device: String, owned: Bool)
     /// Fleet: an owned device is held while its owner learns whether it still owns it (`OwnershipAction.hold`).
     case hold(device: String, held: Bool)
+    /// Passive (docs/adverts.md): a broadcaster is heard (`online`) or went silent; said as a session says it.
+    case availability(device: String, online: Bool)
 }
 
 /// Fans the core's events out to the features (one stream each, so a slow feature delays only itself) and routes

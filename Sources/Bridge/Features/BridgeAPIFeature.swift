@@ -292,7 +292,9 @@ struct BridgeAPIFeature: BridgeFeature {
         let path = DropInStore.path(for: name.isEmpty ? "device" : name, stateDir: config.stateDir)
         let device: DeviceConfig
         do throws(ConfigErrors) {
-            device = try ConfigLoader.validateDevice(json: object, file: path, existing: config.devices,
+            // An auto device (docs/adverts.md) is adopted by a device/add of its address: it is not in the way.
+            let existing = config.devices.filter { $0.source.kind != .advert }
+            device = try ConfigLoader.validateDevice(json: object, file: path, existing: existing,
                                                      adapters: config.bluetooth.adapters, secretsDir: config.secretsDir)
         } catch {
             return BridgeResponse.error(error.issues.map(\.description).joined(separator: "; "), transaction: transaction)
@@ -311,7 +313,7 @@ struct BridgeAPIFeature: BridgeFeature {
             return BridgeResponse.error(error.description, transaction: transaction)
         }
         logger.notice("device \(device.name) added over the bridge API", metadata: ["file": "\(path)"])
-        return BridgeResponse.ok(object.passkeyRedacted, transaction: transaction)
+        return BridgeResponse.ok(object.secretsRedacted, transaction: transaction)
     }
 
     func long(_ request: BridgeRequest, requester: String, config: BridgeConfig?) async -> String {

@@ -93,11 +93,17 @@ enum ChannelEntities {
     /// event type, which the automation editor offers under the device ("press action"). Both listen to the
     /// channel's state topic, where each action is published as `{"event_type": …}` (`HomeAssistantDiscovery.eventPayload`).
     private static func events(_ channel: ChannelConfig, state: String, objectID: String) -> [DiscoveryEntity] {
-        let eventTypes = channel.values.map(\.key)
-        var result = [DiscoveryEntity(component: .event, objectID: objectID, name: channel.name, fields: [
+        events(name: channel.name, eventTypes: channel.values.map(\.key), state: state, objectID: objectID,
+               qos: channel.qos)
+    }
+
+    /// The event entity and device triggers of actions published on `state` (event channels, broadcast events).
+    static func events(name: String, eventTypes: [String], state: String, objectID: String,
+                       qos: Int) -> [DiscoveryEntity] {
+        var result = [DiscoveryEntity(component: .event, objectID: objectID, name: name, fields: [
             ("state_topic", .string(state)),
             ("event_types", .array(eventTypes.map { .string($0) })),
-        ], qos: channel.qos)]
+        ], qos: qos)]
         for eventType in eventTypes {
             // A trigger matches `payload` against the rendered template: it fires for its own event type only.
             result.append(DiscoveryEntity(component: .deviceAutomation,
@@ -109,7 +115,7 @@ enum ChannelEntities {
                 ("topic", .string(state)),
                 ("value_template", "{{ value_json.event_type }}"),
                 ("payload", .string(eventType)),
-            ], qos: channel.qos))
+            ], qos: qos))
         }
         return result
     }

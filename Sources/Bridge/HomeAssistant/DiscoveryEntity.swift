@@ -10,6 +10,8 @@ struct DiscoveryEntity: Sendable {
         case light
         case text
         case event
+        /// A beacon's presence (docs/adverts.md).
+        case deviceTracker = "device_tracker"
         /// A device trigger: not an entity, so it has no name, unique_id or availability (Home Assistant's
         /// TRIGGER_DISCOVERY_SCHEMA drops them), only the `device` block that ties it to its device.
         case deviceAutomation = "device_automation"

@@ -27,7 +27,7 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
     /// What to subscribe to at start-up to collect retained configs, ours among them (see `staleTopics`).
     public var configFilter: String { "\(discoveryPrefix)/+/+/+/config" }
 
-    private var topics: BridgeTopics { BridgeTopics(base: config.mqtt.baseTopic) }
+    var topics: BridgeTopics { BridgeTopics(base: config.mqtt.baseTopic) }
 
     /// Every config for the whole bridge; empty when Home Assistant support is disabled.
     /// `deviceInfo` is keyed by device name.
@@ -113,7 +113,7 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
             + [ChannelEntities.rssi(device: device, topics: topics)]
     }
 
-    private func nodeID(_ device: DeviceConfig) -> String { "gattbridge_\(device.address.withoutColons)" }
+    func nodeID(_ device: DeviceConfig) -> String { "gattbridge_\(device.address.withoutColons)" }
 
     private func topic(_ device: DeviceConfig, _ entity: DiscoveryEntity) -> String {
         "\(discoveryPrefix)/\(entity.component.rawValue)/\(nodeID(device))/\(entity.objectID)/config"
@@ -127,7 +127,7 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
 
     /// The keys every entity of `device` carries, after its own: qos, availability, device and origin. Device
     /// triggers have no availability in Home Assistant.
-    private func sharedFields(_ device: DeviceConfig, identity: DeviceIdentity?) -> (DiscoveryEntity) -> [(String, JSONValue)] {
+    func sharedFields(_ device: DeviceConfig, identity: DeviceIdentity?) -> (DiscoveryEntity) -> [(String, JSONValue)] {
         var deviceBlock: [(String, JSONValue)] = [
             ("identifiers", [.string(nodeID(device))]),
             ("name", .string(device.name)),

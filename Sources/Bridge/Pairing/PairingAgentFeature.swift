@@ -137,10 +137,10 @@ actor AgentRegistrar {
 }
 
 extension JSONValue {
-    /// A device object as the bridge API echoes it: an inline `passkey` shows as `<redacted>` (docs/pairing.md: secrets never
-    /// reach MQTT; the drop-in on disk keeps it).
-    var passkeyRedacted: JSONValue {
+    /// A device object as the bridge API echoes it: an inline `passkey` or `bindkey` shows as `<redacted>`
+    /// (docs/pairing.md, docs/adverts.md: secrets never reach MQTT; the drop-in on disk keeps them).
+    var secretsRedacted: JSONValue {
         guard case .object(let members) = self else { return self }
-        return .object(members.map { $0.0 == "passkey" ? ($0.0, .string("<redacted>")) : $0 })
+        return .object(members.map { $0.0 == "passkey" || $0.0 == "bindkey" ? ($0.0, .string("<redacted>")) : $0 })
     }
 }

@@ -71,6 +71,7 @@ public struct BridgeDaemon: Sendable {
             PairingAgentFeature(bus: bluez, logger: logger, readiness: agentReadiness),
             FleetFeature(logger: logger),
             AdapterFeature(),
+            AdvertFeature(version: version, logger: logger),
             BridgeDeviceFeature(version: version, broker: link, hostname: Hostname.current),
         ]
         let core = BridgeCore(config: config, bluez: bluez, link: link, discovery: discovery, features: features,

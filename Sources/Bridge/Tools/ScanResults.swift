@@ -1,3 +1,4 @@
+import Adverts
 import BlueZ
 import Bluetooth
 import Codecs
@@ -9,6 +10,9 @@ public struct ScanResults: Sendable {
     /// unfiltered discovery is running at the same time.
     public let services: [BluetoothUUID]
     public private(set) var devices: [String: DeviceInfo] = [:]
+    /// What each device's last broadcast says (by object path), decoded once when it changes; absent when nothing
+    /// decodes.
+    public private(set) var adverts: [String: AdvertResult] = [:]
 
     /// Properties that change only when an advertisement arrives, so a change means "seen now".
     public static let advertisementProperties: Set<String> = [
@@ -37,10 +41,12 @@ public struct ScanResults: Sendable {
             }
             return false
         case .deviceRemoved(let path, _):
+            adverts[path] = nil
             return devices.removeValue(forKey: path) != nil
         case .bluezVanished:
             let had = !devices.isEmpty
             devices = [:]
+            adverts = [:]
             return had
         default:
             return false
@@ -51,10 +57,13 @@ public struct ScanResults: Sendable {
     private mutating func record(_ device: DeviceInfo) -> Bool {
         guard device.adapterPath == adapterPath else { return false }
         guard services.isEmpty || device.uuids.contains(where: services.contains) else {
+            adverts[device.path] = nil
             return devices.removeValue(forKey: device.path) != nil
         }
         let old = devices.updateValue(device, forKey: device.path)
-        return old != device
+        guard old != device else { return false }
+        adverts[device.path] = ScanMeasurements.decode(device)
+        return true
     }
 
     public var sorted: [DeviceInfo] {
@@ -70,7 +79,7 @@ public struct ScanResults: Sendable {
 
     // MARK: Output
 
-    /// The `scan --json` array, also the `data` of the bridge API's `scan` (docs/cli.md, §7).
+    /// The `scan --json` array, also the `data` of the bridge API's `scan` (docs/cli.md, docs/bridge-api.md).
     public var json: JSONValue {
         .array(sorted.map { device in
             .object([
@@ -81,6 +90,7 @@ public struct ScanResults: Sendable {
                 ("services", .array(device.uuids.map { .string($0.uuidString) })),
                 ("paired", .bool(device.paired)),
                 ("bonded", .bool(device.bonded)),
+                ("measurements", ScanMeasurements.json(adverts[device.path])),
             ])
         })
     }

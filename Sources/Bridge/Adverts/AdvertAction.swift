@@ -1,0 +1,89 @@
+import Adverts
+import Codecs
+import Config
+
+/// What `AdvertTracker` asks its feature to do. Topics are the feature's business: the tracker names measurements
+/// and events by their topic level under the device (`B/D/<name>`, docs/adverts.md).
+public enum AdvertAction: Sendable, Equatable {
+    /// `B/D/<name>`: a reading (plain number, `ON`/`OFF`, text; `home`/`not_home` for a beacon's presence), retained
+    /// like a state channel.
+    case measurement(DeviceConfig, name: String, payload: String)
+    /// `B/D/<name>`: one action, `{"event_type":…}`, never retained.
+    case event(DeviceConfig, name: String, payload: String)
+    /// `B/D/availability` of a passive device (a device that also connects has its session's).
+    case availability(DeviceConfig, online: Bool)
+    /// `B/D/rssi` of a passive device.
+    case rssi(DeviceConfig, Int)
+    /// A device whose broadcasts cannot be read (no or wrong bindkey): for `B/bridge/log`, rate-limited already.
+    case error(DeviceConfig, reason: String)
+    /// An unsaved broadcaster in an `adverts.auto` format: add it to the running config (not saved).
+    case addAutoDevice(DeviceConfig)
+    /// Announce (or announce again) one entity of the device to Home Assistant.
+    case discovery(DeviceConfig, AdvertEntity)
+}
+
+extension AdvertAction {
+    /// The device the action is about.
+    public var device: DeviceConfig {
+        switch self {
+        case .measurement(let device, _, _), .event(let device, _, _), .availability(let device, _),
+             .rssi(let device, _), .error(let device, _), .addAutoDevice(let device), .discovery(let device, _):
+            device
+        }
+    }
+}
+
+/// One thing a broadcaster reports, as Home Assistant is told about it.
+public enum AdvertEntity: Sendable, Equatable {
+    /// A reading on `B/D/<name>`; `unit` as the decoder gives it.
+    case measurement(name: String, unit: String?, kind: Kind)
+    /// Actions on `B/D/<name>` of the given types.
+    case event(name: String, types: [String])
+    /// A beacon's `home`/`not_home` on `B/D/presence`.
+    case presence
+
+    public enum Kind: Sendable, Equatable {
+        case number, binary, text
+    }
+
+    /// The topic level under the device.
+    public var name: String {
+        switch self {
+        case .measurement(let name, _, _), .event(let name, _): name
+        case .presence: AdvertPayloads.presence
+        }
+    }
+}
+
+/// How decoded values are written on MQTT (docs/adverts.md).
+enum AdvertPayloads {
+    static let presence = "presence"
+
+    /// A plain number as the decoder gives it, `ON`/`OFF`, or text; nil for a beacon's identity, which is no reading.
+    static func payload(_ value: MeasurementValue) -> String? {
+        switch value {
+        case .integer(let value): String(value)
+        case .number(let value): value.isFinite ? JSONValue.double(value).serialized : nil
+        case .state(let on): on ? "ON" : "OFF"
+        case .text(let text): text
+        case .identity: nil
+        }
+    }
+
+    static func kind(_ value: MeasurementValue) -> AdvertEntity.Kind {
+        switch value {
+        case .integer, .number: .number
+        case .state: .binary
+        case .text, .identity: .text
+        }
+    }
+
+    /// `{"event_type":"press"}`, with `steps` for a dimmer turn and `args` for a BTHome command, as event channels
+    /// publish actions (docs/home-assistant.md).
+    static func event(_ event: AdvertEvent) -> String {
+        var members: [(String, JSONValue)] = [("event_type", .string(event.type))]
+        if let steps = event.steps { members.append(("steps", .int(steps))) }
+        if let arguments = event.arguments { members.append(("args", .string(arguments))) }
+        return JSONValue.object(members).serialized
+    }
+}

@@ -1,0 +1,178 @@
+import Codecs
+import Config
+import Logging
+
+/// The passive half of the bridge as a feature (docs/adverts.md): feeds `AdvertTracker` from the core's events and
+/// performs what it returns: readings, events, availability and RSSI of broadcasters, their Home Assistant
+/// entities, `B/bridge/log` errors for broadcasts that cannot be decrypted, and auto devices added to the running
+/// config. Clears the retained topics it published for a device that leaves the config.
+public struct AdvertFeature: BridgeFeature {
+    let version: String
+    let logger: Logger
+
+    public init(version: String, logger: Logger) {
+        self.version = version
+        self.logger = logger
+    }
+
+    private enum Timer: Sendable {
+        /// `AdvertTracker.nextDeadline`, as armed.
+        case expire(ContinuousClock.Instant)
+        case homeAssistantBirth
+    }
+
+    public func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
+        var tracker = AdvertTracker()
+        var topics = BridgeTopics(base: "")
+        var discovery: HomeAssistantDiscovery?
+        var connectedBefore = false
+        var pendingBirth = false
+        var armed: ContinuousClock.Instant?
+        /// The retained topics published per device (readings, Home Assistant configs), to clear when it leaves.
+        var retained: [String: Set<String>] = [:]
+        var leftovers = AdvertLeftoverSweep()
+
+        func perform(_ actions: [AdvertAction]) async {
+            /// Auto devices the core refused: nothing is published under their name (it may be another device's).
+            var refused: Set<String> = []
+            for action in actions where !refused.contains(action.device.name) {
+                switch action {
+                case .measurement(let device, let name, let payload):
+                    let topic = Self.topic(topics, device, name)
+                    context.publish(topic, payload, qos: 1, retain: true)
+                    retained[device.name, default: []].insert(topic)
+                case .event(let device, let name, let payload):
+                    context.publish(Self.topic(topics, device, name), payload, qos: 1, retain: false)
+                case .availability(let device, let online):
+                    context.publish(topics.availability(device), online ? "online" : "offline", qos: 1, retain: true)
+                    context.setAvailability(device.name, online: online)
+                case .rssi(let device, let rssi):
+                    // QoS 0 as for connected devices: a newer reading soon replaces a lost one.
+                    context.publish(topics.rssi(device), String(rssi), qos: 0, retain: true)
+                case .error(let device, let reason):
+                    logger.warning("broadcasts cannot be read: \(reason)", metadata: ["device": "\(device.name)"])
+                    context.publish(topics.bridgeLog, Self.errorReport(device: device.name, reason: reason), qos: 1)
+                case .addAutoDevice(let device):
+                    if await !add(device) { refused.insert(device.name) }
+                case .discovery(let device, let entity):
+                    guard let discovery else { break }
+                    for message in discovery.advertMessages(for: device, entity: entity) {
+                        context.publish(message.topic, message.payload, qos: 1, retain: true)
+                        retained[device.name, default: []].insert(message.topic)
+                    }
+                }
+            }
+        }
+
+        /// False when the core refused the device.
+        func add(_ device: DeviceConfig) async -> Bool {
+            switch await context.updateDevices(.add(device)) {
+            case .success:
+                logger.notice("tracking broadcaster \(device.name)", metadata: ["address": "\(device.address)"])
+            case .failure(let error):
+                logger.warning("broadcaster \(device.address) not added: \(error)")
+                tracker.autoRefused(device.address)
+                return false
+            case nil:
+                break
+            }
+            return true
+        }
+
+        func rearm() -> [(at: ContinuousClock.Instant, timer: Timer)] {
+            guard let next = tracker.nextDeadline, armed.map({ next < $0 }) ?? true else { return [] }
+            armed = next
+            return [(next, .expire(next))]
+        }
+
+        await runFeatureLoop(events, timer: Timer.self) { input in
+            switch input {
+            case .event(.configApplied(let old, let config)):
+                topics = BridgeTopics(base: config.mqtt.baseTopic)
+                let previous = discovery
+                let next = HomeAssistantDiscovery(config: config, version: version)
+                discovery = next.isEnabled ? next : nil
+                if let previous, next.isEnabled, previous.discoveryPrefix != next.discoveryPrefix {
+                    // The configs move: those under the old prefix are cleared (they come again under the new one).
+                    for (name, topics) in retained {
+                        let moved = topics.filter { $0.hasPrefix(previous.discoveryPrefix + "/") }
+                        for topic in moved.sorted() { context.publish(topic, "", qos: 1, retain: true) }
+                        retained[name] = topics.subtracting(moved)
+                    }
+                }
+                let oldFilters = Self.filters(previous), newFilters = Self.filters(discovery)
+                if oldFilters != newFilters {
+                    for filter in oldFilters { context.unsubscribe(filter) }
+                    for filter in newFilters { context.subscribe(filter) }
+                }
+                // A device that left without `deviceRemoved` (another bridge owned it) left its topics to its owner.
+                let names = Set(config.devices.map(\.name))
+                retained = retained.filter { names.contains($0.key) }
+                await perform(tracker.configure(settings: config.adverts, devices: config.devices,
+                                                fleet: config.fleet != nil))
+                // Every topic a config names may have moved: say it all again where it now belongs.
+                if let old, old.mqtt != config.mqtt || old.homeassistant != config.homeassistant || old.fleet != config.fleet {
+                    await perform(tracker.republish(discovery: true, states: old.mqtt.baseTopic != config.mqtt.baseTopic))
+                }
+            case .event(.broadcast(let heard)):
+                await perform(tracker.heard(heard, now: .now))
+            case .event(.ownership(let device, let owned)):
+                await perform(tracker.ownership(device.name, owned: owned))
+            case .event(.held(let device, let held)):
+                await perform(tracker.held(device.name, held))
+            case .event(.brokerConnected):
+                // As `DeviceTopicFeature`: the first connect delivers what QoS 1 buffered; a reconnect may follow a
+                // broker that lost its retained messages. Unlike a connection, a broadcast heard is a fact whichever
+                // bridge owns the device now, so a fleet member says it again too (a held device waits for its hold).
+                await perform(tracker.republish(discovery: true, states: connectedBefore))
+                connectedBefore = true
+            case .event(.message(let message)):
+                guard let discovery else { break }
+                if message.topic == discovery.statusTopic {
+                    guard message.payloadString == "online", !pendingBirth else { break }
+                    pendingBirth = true
+                    return [(.now + HomeAssistantFeature.birthRepublishDelay, .homeAssistantBirth)]
+                }
+                guard let leftover = discovery.advertLeftover(message),
+                      !retained.values.contains(where: { $0.contains(message.topic) }) else { break }
+                for topic in leftovers.admit(leftover, topic: message.topic) {
+                    logger.info("clearing stale Home Assistant config \(topic)")
+                    context.publish(topic, "", qos: 1, retain: true)
+                }
+            case .event(.deviceRemoved(let device, _)):
+                for topic in (retained.removeValue(forKey: device.name) ?? []).sorted() {
+                    context.publish(topic, "", qos: 1, retain: true)
+                }
+            case .timer(.homeAssistantBirth):
+                pendingBirth = false
+                await perform(tracker.announce())
+            case .timer(.expire(let at)):
+                if armed == at { armed = nil }
+                await perform(tracker.expire(now: .now))
+            case .event:
+                break
+            }
+            return rearm()
+        }
+    }
+
+    /// Home Assistant's birth topic and the filters its retained broadcaster configs are found on.
+    static func filters(_ discovery: HomeAssistantDiscovery?) -> [String] {
+        guard let discovery else { return [] }
+        return [discovery.statusTopic] + discovery.advertConfigFilters
+    }
+
+    /// `B/D/<name>`: a reading's or an event's topic.
+    static func topic(_ topics: BridgeTopics, _ device: DeviceConfig, _ name: String) -> String {
+        "\(topics.base)/\(device.topicLevel)/\(name)"
+    }
+
+    /// `{"level":"error","message":…,"device":…}` on `B/bridge/log`, as the bridge's other errors.
+    static func errorReport(device: String, reason: String) -> String {
+        JSONValue.object([
+            ("level", .string("error")),
+            ("message", .string("\(device): broadcasts cannot be read: \(reason)")),
+            ("device", .string(device)),
+        ]).serialized
+    }
+}

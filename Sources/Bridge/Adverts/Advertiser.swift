@@ -1,0 +1,91 @@
+import Adverts
+import Config
+
+/// What `AdvertTracker` remembers of one broadcaster: a saved device with `advert:`, or an `auto` one. Its size is
+/// bounded by what the decoders can name (a few dozen readings), never by how often or how much it broadcasts.
+struct Advertiser: Sendable {
+    var device: DeviceConfig
+    /// Unsaved, heard in an `adverts.auto` format: counts against `auto_limit`.
+    var auto: Bool
+    /// In the running config. An auto device is tracked from its first broadcast on, before the core has added it.
+    var confirmed: Bool
+    /// The core would not add this auto device (its name was taken): kept only to count against the limit and to
+    /// stop asking again, until the next config.
+    var refused = false
+    /// Fleet (docs/fleet.md): only the owner publishes; without a fleet every device is owned.
+    var owned: Bool
+    /// Fleet: owned but not to be said until the hold ends (`CoreEvent.held`).
+    var held = false
+
+    var deduplicator = AdvertDeduplicator()
+    /// The last broadcast heard, when, and whether it decoded: the same bytes again soon after (a second adapter,
+    /// or the device repeating its advertisement) are one broadcast.
+    var lastBroadcast: (broadcast: Broadcast, at: ContinuousClock.Instant, decoded: Bool)?
+    /// The last broadcast that decoded, and when: availability counts from it.
+    var lastDecoded: Broadcast?
+    var lastHeard: ContinuousClock.Instant?
+    /// nil until the first decoded broadcast.
+    var online: Bool?
+    /// The last payload of each reading (by topic level), as published or to publish when the device is owned.
+    var values: [String: String] = [:]
+    /// Every entity heard so far, by topic level.
+    var entities: [String: AdvertEntity] = [:]
+    /// The RSSI last published and when.
+    var rssi: (value: Int, at: ContinuousClock.Instant)?
+    var lastError: ContinuousClock.Instant?
+
+    init(device: DeviceConfig, auto: Bool, confirmed: Bool, owned: Bool) {
+        self.device = device
+        self.auto = auto
+        self.confirmed = confirmed
+        self.owned = owned
+    }
+
+    /// What this bridge may say about the device now.
+    var speaking: Bool { owned && !held }
+    /// A device with channels also connects: its availability and RSSI are its session's.
+    var connects: Bool { !device.channels.isEmpty }
+
+    /// The formats its broadcasts are read as.
+    var formats: Set<AdvertFormat> { device.advert?.formats ?? [] }
+
+    /// Topic levels a reading must not take: the device's channels (a channel wins over a reading of the same
+    /// name) and the topics the bridge keeps for every device.
+    var reservedLevels: Set<String> {
+        Set(device.channels.map(\.topicLevel)).union(["availability", "rssi", "owner"])
+    }
+
+    /// An RSSI is published when it moved by `step` dB or more, else at most once a `period`: BlueZ reports one
+    /// with every advertisement, and a reading a second that jitters by 1 dB is noise, not news.
+    mutating func admitRSSI(_ value: Int, now: ContinuousClock.Instant, step: Int, period: Duration) -> Bool {
+        if let last = rssi {
+            guard value != last.value else { return false }
+            guard abs(value - last.value) >= step || now - last.at >= period else { return false }
+        }
+        rssi = (value, now)
+        return true
+    }
+
+    /// The undecryptable error: the first at once, then at most one a `period`.
+    mutating func admitError(now: ContinuousClock.Instant, period: Duration) -> Bool {
+        if let last = lastError, now - last < period { return false }
+        lastError = now
+        return true
+    }
+
+    /// Everything this bridge says about the device, in order: entities, availability, RSSI, readings. For a
+    /// device this bridge starts speaking for, and after a broker reconnect.
+    func everything(discovery: Bool, states: Bool) -> [AdvertAction] {
+        var out: [AdvertAction] = []
+        if discovery {
+            out += entities.keys.sorted().compactMap { entities[$0].map { .discovery(device, $0) } }
+        }
+        guard states else { return out }
+        if !connects {
+            if let online { out.append(.availability(device, online: online)) }
+            if let rssi { out.append(.rssi(device, rssi.value)) }
+        }
+        out += values.keys.sorted().compactMap { name in values[name].map { .measurement(device, name: name, payload: $0) } }
+        return out
+    }
+}
