@@ -202,6 +202,13 @@ public enum ConfigSchema {
         // A passive device (advert) needs no channels; a key needs advert.
         schema = adding(schema, ("anyOf", [["required": ["channels"]], ["required": ["advert"]]]))
         schema = adding(schema, ("dependentRequired", ["bindkey": ["advert"], "bindkey_file": ["advert"]]))
+        // A bindkey only with a format that has encrypted broadcasts (or auto).
+        let plain = AdvertFormat.allCases.filter { !ConfigValidator.encryptedFormats.contains($0) }
+        schema = adding(schema, ("if", .object([
+            ("required", ["advert"]),
+            ("properties", ["advert": ["enum": .array(plain.map { .string($0.rawValue) })]]),
+        ])))
+        schema = adding(schema, ("then", ["not": ["anyOf": [["required": ["bindkey"]], ["required": ["bindkey_file"]]]]]))
         return schema
     }
 

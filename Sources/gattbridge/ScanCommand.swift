@@ -11,7 +11,8 @@ struct ScanCommand: AsyncParsableCommand {
         abstract: "Discover nearby Bluetooth LE devices.",
         discussion: """
             On a terminal the table refreshes as devices appear, strongest signal first. Otherwise the table (or \
-            with --json one JSON array) is printed once at the end. Ctrl-C ends the scan early.
+            with --json one JSON array) is printed once at the end. Ctrl-C ends the scan early. MEASUREMENTS \
+            ("measurements" in JSON) is what a device's broadcast says, decoded as `adverts decode` would.
             """
     )
 

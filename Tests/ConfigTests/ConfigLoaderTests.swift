@@ -156,7 +156,8 @@ import Glibc
         let resolved = realpath(#filePath, nil).map { path in defer { free(path) }; return String(cString: path) } ?? #filePath
         let root = resolved.split(separator: "/").dropLast(3).joined(separator: "/")
         let demo = try ConfigLoader.load(path: "/\(root)/config/demo.yaml")
-        #expect(demo.devices.map(\.name) == ["heart-rate-strap", "hm10", "desk-led"])
+        #expect(demo.devices.map(\.name) == ["heart-rate-strap", "hm10", "desk-led", "balcony-thermometer"])
+        #expect(demo.adverts.enabled && demo.devices[3].isPassive)
         #expect(demo.mqtt.host == "localhost" && demo.mqtt.port == 1883)
         let battery = demo.devices[0].channels[1]
         #expect(battery.codecKind == .batteryLevel && battery.mode == .read && battery.interval == .seconds(60) && battery.retain)

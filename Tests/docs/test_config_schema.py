@@ -159,6 +159,8 @@ INVALID = {
     "bindkey and bindkey_file": with_device(advert="bthome", bindkey="0123456789abcdef0123456789abcdef", bindkey_file="k"),
     "bindkey of 31 digits": with_device(advert="bthome", bindkey="0123456789abcdef0123456789abcde"),
     "bindkey not hex": with_device(advert="bthome", bindkey="0123456789abcdef0123456789abcdeg"),
+    "bindkey with a plaintext format": with_device(advert="pvvx", bindkey="0123456789abcdef0123456789abcdef"),
+    "bindkey_file with a beacon": with_device(advert="ibeacon", bindkey_file="k"),
 }
 
 
@@ -202,6 +204,7 @@ ACCEPTED = {
     "a passive device with an inline bindkey": {"adverts": {"enabled": True}, "devices": [
         {"name": "thermo", "address": "A4:C1:38:00:00:01", "advert": "bthome", "bindkey": "0123456789abcdef0123456789ABCDEF"}]},
     "channels and advert": with_device(advert="xiaomi"),
+    "inline bindkey with advert auto": with_device(advert="auto", bindkey="0123456789abcdef0123456789abcdef"),
 }
 
 
