@@ -13,6 +13,8 @@ Events: {"event":"broadcast","n":…,"service_data":{uuid: hex},"manufacturer_da
 Commands (stdin): {"cmd":"press","event":"press"} sends a packet with a BTHome button event at once and keeps it on
 the air for `--event-hold` seconds (a real button repeats its event packet so a scanner cannot miss it);
 {"cmd":"pause","on":true|false} stops/resumes the stepping (the last packet stays on the air);
+{"cmd":"replay","n":N} puts packet N's bytes on the air again for `--event-hold` seconds, as an attacker replaying a
+recorded packet would (reported as {"event":"replayed","n":N,…});
 {"cmd":"advertise","on":false} goes silent altogether.
 """
 
@@ -45,14 +47,19 @@ class Broadcaster:
         self.event_hold = event_hold
         self.paused = False
         self.hold_until = 0.0
+        self.sent: dict[int, Packet] = {}
         runner.commands["press"] = self._press
         runner.commands["pause"] = self._pause
+        runner.commands["replay"] = self._replay
         runner.background.append(self._tick)
 
-    def publish(self, packet: Packet) -> None:
+    def publish(self, packet: Packet, event: str = "broadcast", n: Optional[int] = None) -> None:
         adv = self.runner.advertisement
         adv.update(manufacturer_data=packet.manufacturer_data or None, service_data=packet.service_data or None)
-        emit("broadcast", n=self.sensor.tick - 1, **packet.as_event())
+        if n is None:
+            n = self.sensor.tick - 1
+            self.sent[n] = packet
+        emit(event, n=n, **packet.as_event())
 
     async def _tick(self) -> None:
         loop = asyncio.get_running_loop()
@@ -74,6 +81,11 @@ class Broadcaster:
         self.publish(self.sensor.next(button=cmd.get("event", "press")))
         self.hold_until = asyncio.get_running_loop().time() + self.event_hold
 
+    async def _replay(self, cmd: dict) -> None:
+        n = int(cmd["n"])
+        self.publish(self.sent[n], "replayed", n)
+        self.hold_until = asyncio.get_running_loop().time() + self.event_hold
+
     async def _pause(self, cmd: dict) -> None:
         self.paused = bool(cmd.get("on", True))
 
@@ -90,6 +102,6 @@ def build(adapter: str, format: str = "bthome", address: Optional[str] = None, n
     adv = Advertisement(name or DEFAULT_NAMES[format], [], first.manufacturer_data, first.service_data,
                         adv_type="broadcast")
     runner = PeripheralRunner(adapter, [], adv)
-    Broadcaster(runner, sensor, interval, event_hold)
+    Broadcaster(runner, sensor, interval, event_hold).sent[0] = first
     emit("broadcast", n=sensor.tick - 1, **first.as_event())
     return runner
