@@ -26,9 +26,11 @@ def lamp(name: str = "api-lamp", address: str = LAMP, **options: Any) -> dict:
     ])
 
 
-def write_config(tmp_path: Path, port: int, devices: list[dict], ha: bool = True, **extra: Any) -> Path:
+def write_config(tmp_path: Path, port: int, devices: list[dict], ha: bool = True, client_id: Optional[str] = None,
+                 **extra: Any) -> Path:
+    """`client_id` None: a new one each time, so a reload of this file replaces the MQTT client."""
     doc = {
-        "mqtt": {"host": "127.0.0.1", "port": port, "client_id": f"gattbridge-api-{time.monotonic_ns()}",
+        "mqtt": {"host": "127.0.0.1", "port": port, "client_id": client_id or f"gattbridge-api-{time.monotonic_ns()}",
                  "base_topic": BASE, "keepalive": 10},
         "homeassistant": {"enabled": ha},
         "state_dir": str(tmp_path / "state"),

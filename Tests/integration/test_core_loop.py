@@ -10,8 +10,9 @@ import signal
 
 from pathlib import Path
 
-from bridge_helpers import BASE, channel, device, to_yaml
+from bridge_helpers import BASE, channel, device
 from test_bridge_api import LAMP, STRAP, lamp, request, run_bridge
+from test_bridge_api import write_config as api_config
 
 ROUNDS = 50
 
@@ -23,16 +24,7 @@ def strap() -> dict:
 
 def write_config(tmp_path: Path, port: int, devices: list[dict]) -> Path:
     """The same MQTT settings every time: a reload that changed them would reconnect (and drop requests meanwhile)."""
-    doc = {
-        "mqtt": {"host": "127.0.0.1", "port": port, "client_id": "gattbridge-core-loop", "base_topic": BASE,
-                 "keepalive": 10},
-        "homeassistant": {"enabled": True},
-        "state_dir": str(tmp_path / "state"),
-        "devices": devices,
-    }
-    path = tmp_path / "gattbridge.yaml"
-    path.write_text(to_yaml(doc) + "\n")
-    return path
+    return api_config(tmp_path, port, devices, client_id="gattbridge-core-loop")
 
 
 def names(message) -> list[str]:
