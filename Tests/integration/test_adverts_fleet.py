@@ -13,9 +13,8 @@ from __future__ import annotations
 import signal
 from collections import Counter
 
-from bridge_helpers import channel, device
 from test_adverts import passive, same_number, sent_values, wait_value
-from test_fleet import STRAP, Fleet, owner_of, wait_single_owner
+from test_fleet import STRAP, Fleet, owner_of, strap_device, wait_single_owner
 
 BALCONY = "A4:C1:38:0B:72:01"
 STRANGER = "A4:C1:38:0B:72:02"               # not saved: an auto device
@@ -99,12 +98,11 @@ def test_a_passive_device_takes_no_connection_slot(bench, run_gattbridge, periph
     """a has one connection slot, taken by the strap; it hears the balcony best too and owns it as well."""
     peripheral("heart_rate", STRAP, rate=2)
     balcony = bench.broadcaster("bthome", BALCONY)
-    strap = device("strap", STRAP, [channel("heart_rate", "180d/2a37", "heart_rate_measurement")])
-    fleet = advert_fleet(bench, run_gattbridge, mosquitto, tmp_path, [strap, passive("balcony", BALCONY, "bthome")], 2)
+    fleet = advert_fleet(bench, run_gattbridge, mosquitto, tmp_path,
+                         [strap_device(), passive("balcony", BALCONY, "bthome")], 2)
     fleet.max_connections = {"a": 1}
-    for id, rssi in (("a", -50), ("b", -75)):
-        fleet.rssi(id, STRAP, rssi)
-        fleet.rssi(id, BALCONY, rssi)
+    for id, address, rssi in (("a", STRAP, -50), ("a", BALCONY, -50), ("b", STRAP, -75), ("b", BALCONY, -75)):
+        fleet.rssi(id, address, rssi)
     fleet.start_all()
 
     assert wait_single_owner(mqtt, fleet, wait_until, "strap", expected="a") == "a"
