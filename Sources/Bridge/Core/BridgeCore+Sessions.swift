@@ -136,11 +136,11 @@ extension BridgeCore {
             heard(info, changed: changed)
         case .deviceRemoved(let path, let address):
             byAddress[address]?.send(.device(event))
-            adapterSet.lostSight(address, adapter: Self.name(ofAdapter: Self.adapterPath(ofDevice: path)))
-            if ownership.isFleet, adapterSet.uses(adapterPath: Self.adapterPath(ofDevice: path)),
-               let device = passiveDevice(address) {
-                passiveSightings.lost(device.name)
-                host.emit(.sighting(device, nil))
+            let adapter = Self.adapterPath(ofDevice: path)
+            adapterSet.lostSight(address, adapter: Self.name(ofAdapter: adapter))
+            if ownership.isFleet, adapterSet.uses(adapterPath: adapter), let device = passiveDevice(address),
+               let tell = passiveSightings.lost(device.name, adapter: adapter, now: .now) {
+                tellSighting(device, tell)
             }
         case .deviceDisconnected, .gattAdded, .gattRemoved:
             break
@@ -155,8 +155,15 @@ extension BridgeCore {
         if let changed, changed.isDisjoint(with: Self.broadcastProperties) { return }
         if let broadcast = HeardBroadcast(info) { host.emit(.broadcast(broadcast)) }
         if ownership.isFleet, let rssi = info.rssi, let device = passiveDevice(info.address),
-           passiveSightings.report(device.name, rssi: rssi) {
-            host.emit(.sighting(device, rssi))
+           let tell = passiveSightings.report(device.name, adapter: info.adapterPath, rssi: rssi, now: .now) {
+            tellSighting(device, tell)
+        }
+    }
+
+    private func tellSighting(_ device: DeviceConfig, _ tell: PassiveSightings.Tell) {
+        switch tell {
+        case .rssi(let rssi): host.emit(.sighting(device, rssi))
+        case .unseen: host.emit(.sighting(device, nil))
         }
     }
 
