@@ -116,3 +116,34 @@ def test_a_passive_device_takes_no_connection_slot(bench, run_gattbridge, periph
     assert fleet.owners("strap") == ["a"] and fleet.owners("balcony") == ["a"]
     for bridge in fleet.bridges.values():
         bridge.assert_running()
+
+
+def test_a_moved_broadcaster_is_handed_over_once(bench, run_gattbridge, mosquitto, mqtt, wait_until, tmp_path):
+    """The RSSI rule of connected devices (10 dB stronger for `handover_after`), for a passive one: the owner gives
+    it up without a connection to drop, the new owner publishes, each value still once."""
+    balcony = bench.broadcaster("bthome", BALCONY)
+    fleet = advert_fleet(bench, run_gattbridge, mosquitto, tmp_path, [passive("balcony", BALCONY, "bthome")], 2)
+    fleet.rssi("a", BALCONY, -50)
+    fleet.rssi("b", BALCONY, -75)
+    fleet.start_all()
+    assert wait_single_owner(mqtt, fleet, wait_until, "balcony", expected="a") == "a"
+
+    mark = mqtt.mark()
+    # b now hears it more than 10 dB stronger than a's record (-50) says.
+    fleet.rssi("a", BALCONY, -80)
+    fleet.rssi("b", BALCONY, -35)
+    assert wait_single_owner(mqtt, fleet, wait_until, "balcony", timeout=40, expected="b") == "b"
+    moved = len(balcony.broadcasts())
+    taken = mqtt.mark()
+    first = wait_value(mqtt, fleet.bridges["b"], "balcony", "temperature", balcony, since=taken,
+                       after=balcony.broadcasts()[moved - 1]["n"])
+    settled = mqtt.messages.index(first)
+    wait_until(lambda: len(mqtt.received(fleet.topic("balcony", "temperature"), settled)) >= 4, 20,
+               "b publishes no values")
+    assert_published_once(mqtt, fleet, "balcony", balcony, settled)
+    owners = [m.json()["bridge"] for m in mqtt.received(fleet.topic("balcony", "owner"), mark) if m.payload]
+    changes = [b for i, b in enumerate(owners) if i == 0 or owners[i - 1] != b]
+    assert changes in (["b"], ["a", "b"]), owners
+    assert fleet.bridges["a"].process.stderr.count("giving up device balcony") == 1
+    for bridge in fleet.bridges.values():
+        bridge.assert_running()
