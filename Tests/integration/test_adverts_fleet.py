@@ -40,6 +40,16 @@ def assert_published_once(mqtt, fleet: Fleet, name: str, broadcaster, since: int
     return published
 
 
+def assert_new_owner_publishes_once(mqtt, fleet: Fleet, wait_until, owner: str, name: str, broadcaster) -> None:
+    """After a change of owner: values of packets sent from now on come, each once, through the new owner."""
+    last = broadcaster.broadcasts()[-1]["n"]
+    first = wait_value(mqtt, fleet.bridges[owner], name, "temperature", broadcaster, since=mqtt.mark(), after=last)
+    settled = mqtt.messages.index(first)
+    wait_until(lambda: len(mqtt.received(fleet.topic(name, "temperature"), settled)) >= 4, 20,
+               f"{owner} publishes no values of {name}")
+    assert_published_once(mqtt, fleet, name, broadcaster, settled)
+
+
 def test_a_passive_device_has_one_owner_publishes_once_and_moves_with_its_owner(
         bench, run_gattbridge, mosquitto, mqtt, wait_until, tmp_path):
     balcony = bench.broadcaster("bthome", BALCONY, event_hold=3)
@@ -79,14 +89,7 @@ def test_a_passive_device_has_one_owner_publishes_once_and_moves_with_its_owner(
     fleet.bridges["b"].process.signal(signal.SIGKILL)
     mqtt.wait_for(fleet.topic("bridge", "b", "state"), "offline", 30, since=mark)
     assert wait_single_owner(mqtt, fleet, wait_until, "balcony", timeout=30, expected="c") == "c"
-    after = len(balcony.broadcasts())
-    taken = mqtt.mark()
-    first = wait_value(mqtt, fleet.bridges["c"], "balcony", "temperature", balcony, since=taken,
-                       after=balcony.broadcasts()[after - 1]["n"])
-    settled = mqtt.messages.index(first)
-    wait_until(lambda: len(mqtt.received(fleet.topic("balcony", "temperature"), settled)) >= 5, 20,
-               "c publishes no values")
-    assert_published_once(mqtt, fleet, "balcony", balcony, settled)
+    assert_new_owner_publishes_once(mqtt, fleet, wait_until, "c", "balcony", balcony)
     assert owner_of(mqtt, fleet, "balcony") == "c"
     assert fleet.owners(AUTO_NAME) == ["a"]
     for id in ("a", "c"):
@@ -133,14 +136,7 @@ def test_a_moved_broadcaster_is_handed_over_once(bench, run_gattbridge, mosquitt
     fleet.rssi("a", BALCONY, -80)
     fleet.rssi("b", BALCONY, -35)
     assert wait_single_owner(mqtt, fleet, wait_until, "balcony", timeout=40, expected="b") == "b"
-    moved = len(balcony.broadcasts())
-    taken = mqtt.mark()
-    first = wait_value(mqtt, fleet.bridges["b"], "balcony", "temperature", balcony, since=taken,
-                       after=balcony.broadcasts()[moved - 1]["n"])
-    settled = mqtt.messages.index(first)
-    wait_until(lambda: len(mqtt.received(fleet.topic("balcony", "temperature"), settled)) >= 4, 20,
-               "b publishes no values")
-    assert_published_once(mqtt, fleet, "balcony", balcony, settled)
+    assert_new_owner_publishes_once(mqtt, fleet, wait_until, "b", "balcony", balcony)
     owners = [m.json()["bridge"] for m in mqtt.received(fleet.topic("balcony", "owner"), mark) if m.payload]
     changes = [b for i, b in enumerate(owners) if i == 0 or owners[i - 1] != b]
     assert changes in (["b"], ["a", "b"]), owners
