@@ -42,6 +42,7 @@ class Fleet:
 
     bridge_settings: dict = {}      # more keys of each bridge's `bridge:` section
     max_connections: dict = {}      # bridge id → its adapter's max_connections (default 5)
+    sections: dict = {}             # more top-level sections of every bridge's config (e.g. `adverts:`)
 
     def __init__(self, bench, run_gattbridge, mosquitto, tmp_path, devices, count: int):
         self.bench, self.run, self.mosquitto, self.tmp_path, self.devices = bench, run_gattbridge, mosquitto, tmp_path, devices
@@ -62,6 +63,7 @@ class Fleet:
             "bridge": {"id": id, "handover_after": HANDOVER_AFTER, **self.bridge_settings},
             "state_dir": str(self.tmp_path / f"state-{id}"),
             "devices": self.devices,
+            **self.sections,
         }
         path = self.tmp_path / f"bridge-{id}.yaml"
         path.write_text(to_yaml(doc) + "\n")

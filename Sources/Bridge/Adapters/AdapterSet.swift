@@ -41,6 +41,12 @@ struct AdapterSet {
         }
     }
 
+    /// Whether the BlueZ adapter at `path` is one the config uses. BlueZ lists what every adapter of the host hears;
+    /// an adapter the config leaves out (another bridge's radio on the same host, say) is not this bridge's hearing.
+    func uses(adapterPath path: String) -> Bool {
+        present.values.contains { $0.path == path }
+    }
+
     /// The devices whose sightings count; sightings of any other address are dropped.
     mutating func watch(_ devices: [DeviceConfig]) {
         watched = Set(devices.map(\.address))
@@ -71,8 +77,10 @@ struct AdapterSet {
     /// the names of the devices whose adapter changed. A device that is online stays where it is while its adapter
     /// is there and powered: moving it would drop a working link. Devices in `listeningOnly` (in a fleet, those
     /// another bridge owns) only listen for adverts through their adapter: they take no connection slot, and a full
-    /// adapter still listens for them, or no bridge would ever hear them to claim them.
-    mutating func place(_ devices: [DeviceConfig], listeningOnly: Set<String> = []) -> [String] {
+    /// adapter still listens for them, or no bridge would ever hear them to claim them. A passive device (docs/adverts.md)
+    /// is never placed: it never connects, and every adapter hears its broadcasts.
+    mutating func place(_ allDevices: [DeviceConfig], listeningOnly: Set<String> = []) -> [String] {
+        let devices = allDevices.filter { !$0.isPassive }
         if watched.count != devices.count || devices.contains(where: { !watched.contains($0.address) }) { watch(devices) }
         var changed: [String] = []
         for device in devices {

@@ -116,7 +116,7 @@ extension BridgeCore {
 
     /// Where a new session starts; remembered as told.
     func initialAdapter(for device: DeviceConfig) -> AdapterInfo? {
-        placement.initialAdapter(for: device.name, config.devices, listeningOnly: listeningOnly)
+        placement.initialAdapter(for: device.name, connecting, listeningOnly: listeningOnly)
     }
 
     /// A device object under some adapter appeared or changed: that adapter sees the device.

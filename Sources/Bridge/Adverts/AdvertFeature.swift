@@ -21,6 +21,8 @@ public struct AdvertFeature: BridgeFeature {
         /// `AdvertTracker.nextDeadline`, as armed.
         case expire(ContinuousClock.Instant)
         case homeAssistantBirth
+        /// The events held back on this topic (`delayed`) are due.
+        case delayedEvents(String)
     }
 
     public func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
@@ -33,10 +35,19 @@ public struct AdvertFeature: BridgeFeature {
         /// The retained topics published per device (readings, Home Assistant configs), to clear when it leaves.
         var retained: [String: Set<String>] = [:]
         var leftovers = AdvertLeftoverSweep()
+        /// Home Assistant subscribes to an entity's topic only once its config has arrived (a tenth of a second
+        /// later), and an event is not retained, to be said again: a button's first press, which is what makes its
+        /// event entity known, would be lost there. So the events of an event entity announced just now are held
+        /// back by the delay of the republish after a new config, and published in order then (topic → payloads).
+        var delayed: [String: [String]] = [:]
+        /// Topics newly held back: their timers are armed after the input (`rearm`).
+        var newlyDelayed: [String] = []
 
         func perform(_ actions: [AdvertAction]) async {
             /// Auto devices the core refused: nothing is published under their name (it may be another device's).
             var refused: Set<String> = []
+            /// The event entities whose configs this batch published.
+            var announced: Set<String> = []
             for action in actions where !refused.contains(action.device.name) {
                 switch action {
                 case .measurement(let device, let name, let payload):
@@ -44,7 +55,13 @@ public struct AdvertFeature: BridgeFeature {
                     context.publish(topic, payload, qos: 1, retain: true)
                     retained[device.name, default: []].insert(topic)
                 case .event(let device, let name, let payload):
-                    context.publish(Self.topic(topics, device, name), payload, qos: 1, retain: false)
+                    let topic = Self.topic(topics, device, name)
+                    if delayed[topic] != nil || announced.contains(topic) {
+                        if delayed[topic] == nil { newlyDelayed.append(topic) }
+                        delayed[topic, default: []].append(payload)
+                    } else {
+                        context.publish(topic, payload, qos: 1, retain: false)
+                    }
                 case .availability(let device, let online):
                     context.publish(topics.availability(device), online ? "online" : "offline", qos: 1, retain: true)
                     context.setAvailability(device.name, online: online)
@@ -62,6 +79,7 @@ public struct AdvertFeature: BridgeFeature {
                         context.publish(message.topic, message.payload, qos: 1, retain: true)
                         retained[device.name, default: []].insert(message.topic)
                     }
+                    if case .event = entity { announced.insert(Self.topic(topics, device, entity.name)) }
                 }
             }
         }
@@ -82,9 +100,13 @@ public struct AdvertFeature: BridgeFeature {
         }
 
         func rearm() -> [(at: ContinuousClock.Instant, timer: Timer)] {
-            guard let next = tracker.nextDeadline, armed.map({ next < $0 }) ?? true else { return [] }
+            var timers = newlyDelayed.map { (at: ContinuousClock.now + HomeAssistantFeature.stateRepublishDelay,
+                                             timer: Timer.delayedEvents($0)) }
+            newlyDelayed = []
+            guard let next = tracker.nextDeadline, armed.map({ next < $0 }) ?? true else { return timers }
             armed = next
-            return [(next, .expire(next))]
+            timers.append((next, .expire(next)))
+            return timers
         }
 
         await runFeatureLoop(events, timer: Timer.self) { input in
@@ -148,6 +170,10 @@ public struct AdvertFeature: BridgeFeature {
             case .timer(.homeAssistantBirth):
                 pendingBirth = false
                 await perform(tracker.announce())
+            case .timer(.delayedEvents(let topic)):
+                for payload in delayed.removeValue(forKey: topic) ?? [] {
+                    context.publish(topic, payload, qos: 1, retain: false)
+                }
             case .timer(.expire(let at)):
                 if armed == at { armed = nil }
                 await perform(tracker.expire(now: .now))

@@ -10,6 +10,8 @@ extension BridgeCore {
         // A passive device never connects (docs/adverts.md): the adverts feature speaks for it.
         guard !device.isPassive else {
             board.register(device.name)
+            passiveSightings.keep(Set(config.devices.filter(\.isPassive).map(\.name)))
+            passiveSightings.restart(device.name)
             if unannouncedOwnership.remove(device.name) != nil { announcePassive(device) }
             return
         }
@@ -134,21 +136,34 @@ extension BridgeCore {
             heard(info, changed: changed)
         case .deviceRemoved(let path, let address):
             byAddress[address]?.send(.device(event))
-            adapterSet.lostSight(address, adapter: Self.name(ofAdapter: Self.adapterPath(ofDevice: path)))
-            if ownership.isFleet, let device = passiveDevice(address) { host.emit(.sighting(device, nil)) }
+            let adapter = Self.adapterPath(ofDevice: path)
+            adapterSet.lostSight(address, adapter: Self.name(ofAdapter: adapter))
+            if ownership.isFleet, adapterSet.uses(adapterPath: adapter), let device = passiveDevice(address),
+               let tell = passiveSightings.lost(device.name, adapter: adapter, now: .now) {
+                tellSighting(device, tell)
+            }
         case .deviceDisconnected, .gattAdded, .gattRemoved:
             break
         }
     }
 
     /// Passive (docs/adverts.md): what an adapter heard goes to the adverts feature; a passive device's RSSI is the
-    /// fleet's sighting, as a session's is for a connected device.
+    /// fleet's sighting, as a session's is for a connected device. Only the adapters the config uses count: with
+    /// another adapter's reports, every bridge of a fleet on one host would claim with the best RSSI of them all.
     private func heard(_ info: DeviceInfo, changed: Set<String>?) {
-        guard config.adverts.enabled else { return }
+        guard config.adverts.enabled, adapterSet.uses(adapterPath: info.adapterPath) else { return }
         if let changed, changed.isDisjoint(with: Self.broadcastProperties) { return }
         if let broadcast = HeardBroadcast(info) { host.emit(.broadcast(broadcast)) }
-        if ownership.isFleet, let rssi = info.rssi, changed?.contains("RSSI") ?? true, let device = passiveDevice(info.address) {
-            host.emit(.sighting(device, rssi))
+        if ownership.isFleet, let rssi = info.rssi, let device = passiveDevice(info.address),
+           let tell = passiveSightings.report(device.name, adapter: info.adapterPath, rssi: rssi, now: .now) {
+            tellSighting(device, tell)
+        }
+    }
+
+    private func tellSighting(_ device: DeviceConfig, _ tell: PassiveSightings.Tell) {
+        switch tell {
+        case .rssi(let rssi): host.emit(.sighting(device, rssi))
+        case .unseen: host.emit(.sighting(device, nil))
         }
     }
 

@@ -38,6 +38,8 @@ public actor BridgeCore {
     var armedWakes: [String: ContinuousClock.Instant] = [:]
     /// Passive broadcasts: the adapters discovery is kept on for them, and whether every report is asked for.
     var broadcastScan: (adapters: Set<String>, repeats: Bool) = ([], false)
+    /// Fleet: the passive devices' RSSI reports the ownership machines were told (see `PassiveSightings`).
+    var passiveSightings = PassiveSightings()
     let inbox: AsyncStream<CoreInput>
     let sink: AsyncStream<CoreInput>.Continuation
     let adapterJobs: (stream: AsyncStream<Job>, continuation: AsyncStream<Job>.Continuation)

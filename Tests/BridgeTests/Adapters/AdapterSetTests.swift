@@ -31,6 +31,33 @@ import Testing
         #expect(set.adapter(of: "d3") == nil)
     }
 
+    /// A passive device (`advert:`, no channels) never connects: it takes no slot, even when a fleet owns it (so it
+    /// is not listening-only), and the connected device beside it keeps the adapter's one slot.
+    @Test func aPassiveDeviceTakesNoSlot() throws {
+        var set = AdapterSet(settings: BluetoothSettings(adapters: [AdapterSetting(name: "hci0", maxConnections: 1)]),
+                             window: .seconds(60))
+        set.update([adapter("hci0")])
+        var balcony = DeviceConfig(name: "balcony", address: BluetoothAddress("A4:C1:38:0B:72:01")!, channels: [])
+        balcony.advert = .format(.bthome)
+        let strap = try device(1)
+        #expect(set.place([balcony, strap]) == ["d1"])
+        #expect(set.placed == ["d1": "hci0"])
+        #expect(set.hasRoom(for: strap, listeningOnly: []))
+    }
+
+    /// Broadcasts and passive devices' sightings count only from the adapters the config uses: on a host with
+    /// several bridges, each on its own adapter, the others' reports must not become this bridge's RSSI.
+    @Test func usesOnlyThePathsOfTheConfiguredAdapters() {
+        var set = AdapterSet(settings: BluetoothSettings(adapters: [AdapterSetting(name: "hci1")]), window: .seconds(60))
+        set.update([adapter("hci0"), adapter("hci1"), adapter("hci2")])
+        #expect(set.uses(adapterPath: "/org/bluez/hci1"))
+        #expect(!set.uses(adapterPath: "/org/bluez/hci0"))
+        #expect(!set.uses(adapterPath: "/org/bluez/hci2"))
+        #expect(!set.uses(adapterPath: ""))
+        set.update([adapter("hci0")])                 // hci1 went away
+        #expect(!set.uses(adapterPath: "/org/bluez/hci1"))
+    }
+
     /// Fleet: a device another bridge owns only listens, so it takes no slot, and a full adapter still listens for
     /// it (otherwise no bridge with a full radio would hear it, and the fleet would never claim it).
     @Test func listeningOnlyDevicesTakeNoSlotAndAreStillPlaced() throws {

@@ -74,6 +74,44 @@ final class RecordingCore: DeviceManaging {
         }
     }
 
+    /// Home Assistant subscribes to an entity's topic only after its config arrived, and events are not retained:
+    /// the events of an event entity announced just now wait (a second), in order, while readings go on; once the
+    /// entity is known, events go at once.
+    @Test func theFirstEventsOfANewEventEntityWaitForHomeAssistant() async throws {
+        let button = "b/thermo/button", temperature = "b/thermo/temperature"
+        try await run { host, link in
+            host.emit(.configApplied(old: nil, new: config([F.passive()])))
+            host.emit(.broadcast(F.heard(F.bthome("00013a01"))))
+            host.emit(.broadcast(F.heard(F.bthome("00023a02"))))
+            host.emit(.broadcast(F.heard(F.reading(id: 3))))
+            try await eventually("events") { link.payloads(button).count == 2 }
+            #expect(link.payloads(button) == [#"{"event_type":"press"}"#, #"{"event_type":"double_press"}"#])
+            let topics = link.published.withLock { $0.map(\.topic) }
+            let entity = try #require(topics.firstIndex(of: "homeassistant/event/gattbridge_A4C1381A2B3C_advert/button/config"))
+            let reading = try #require(topics.firstIndex(of: temperature))
+            #expect(entity < reading && reading < topics.firstIndex(of: button)!)
+            // Known now: the next press goes at once, before the reading heard after it.
+            host.emit(.broadcast(F.heard(F.bthome("00043a04"))))
+            host.emit(.broadcast(F.heard(F.reading(id: 5, centidegrees: 2200))))
+            try await eventually("reading") { link.payloads(temperature).count == 2 }
+            let later = link.published.withLock { $0.map(\.topic) }
+            #expect(later.lastIndex(of: button)! < later.lastIndex(of: temperature)!)
+            #expect(link.payloads(button).last == #"{"event_type":"long_press"}"#)
+        }
+    }
+
+    /// Without Home Assistant nothing waits.
+    @Test func eventsGoAtOnceWithoutHomeAssistant() async throws {
+        try await run { host, link in
+            host.emit(.configApplied(old: nil, new: config([F.passive()], homeAssistant: false)))
+            host.emit(.broadcast(F.heard(F.bthome("00013a01"))))
+            host.emit(.broadcast(F.heard(F.reading(id: 3))))
+            try await eventually("reading") { !link.payloads("b/thermo/temperature").isEmpty }
+            let topics = link.published.withLock { $0.map(\.topic) }
+            #expect(topics.firstIndex(of: "b/thermo/button")! < topics.firstIndex(of: "b/thermo/temperature")!)
+        }
+    }
+
     @Test func anAutoDeviceIsAddedToTheRunningConfig() async throws {
         let core = RecordingCore()
         try await run(core) { host, link in
