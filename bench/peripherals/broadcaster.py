@@ -15,13 +15,13 @@ the air for `--event-hold` seconds (a real button repeats its event packet so a 
 {"cmd":"pause","on":true|false} stops/resumes the stepping (the last packet stays on the air);
 {"cmd":"advertise","on":false} goes silent altogether.
 
-On the real bluetoothd (Tests/realbluez) it runs with `--connectable` and `--readvertise 2`. The Linux kernel sends a
-non-connectable advertisement from a fresh non-resolvable private address each time it is set up, which no saved
-device's address matches, and bluetoothd refuses flags in one ("Broadcast cannot set flags"); a connectable one
-("peripheral") goes out from the controller's own address, as a real sensor's does (nobody connects: the daemon
-never connects to a passive device). btvirt's emulated controllers send an advertising report only when
-advertising or scanning is switched on, not when the data changes, so each re-registration is what puts the
-packet of the moment on the air there.
+On the real bluetoothd (Tests/realbluez) it runs with `--connectable`. The Linux kernel sends a non-connectable
+advertisement from a fresh non-resolvable private address each time it is set up, which no saved device's address
+matches, and bluetoothd refuses flags in one ("Broadcast cannot set flags"); a connectable one ("peripheral") goes
+out from the controller's own address, as a real sensor's does (nobody connects: the daemon never connects to a
+passive device). It needs no `--readvertise` there: btvirt's emulated controllers report an advertisement only when
+advertising or scanning is switched on, but bluetoothd sets the advertisement up again on every PropertiesChanged,
+so each new packet is reported (a packet repeated unchanged would be heard once).
 """
 
 from __future__ import annotations

@@ -9,7 +9,9 @@ BlueZoo adapter (BlueZoo reports only the first advertisement of an adapter; its
 bench holds at most ~250 broadcasters). The first `--saved` broadcasters are saved passive devices in the config
 (`advert: bthome`), the others are heard as `auto` devices and adopted. After each step, once every broadcaster's
 availability is online, `--seconds` of measurement: the daemon's CPU (utime+stime from /proc, % of one core),
-its RSS and its change since before the broadcasters, the broadcasts it published per second (its
+its RSS and its change since before the broadcasters (and of that the anonymous part, RssAnon: heap and stacks;
+the rest is file-backed code and read-only data, which the daemon's start-up trim released before the reference
+row and activity maps back in), the broadcasts it published per second (its
 `B/<device>/temperature` messages: the bench's temperature changes with every packet, so one message is one
 broadcast decoded and published), and the CPU of BlueZoo and of the broadcasters' process
 (scripts/bench/broadcaster_swarm.py), the bench's own costs. The three connected devices must stay online
@@ -64,8 +66,8 @@ def adverts_config(world: World, saved: int, auto_limit: int) -> None:
 
 
 def measure(world: World, gb: Process, swarms: list[Process], seconds: float, count: int, saved: int,
-            rss0_kb: Optional[int]) -> dict:
-    """One step's row; `rss0_kb` None: this is the row before the broadcasters, its RSS the reference."""
+            ref: Optional[dict]) -> dict:
+    """One step's row; `ref` None: this is the row before the broadcasters, the reference of the memory deltas."""
     pids = {"gattbridge": gb.pid, "bluezoo": world.bench.bluez.process.pid, "mosquitto": world.broker.process.pid}
     pids.update({f"swarm{i}": s.pid for i, s in enumerate(swarms)})
     since = world.mqtt.mark()
@@ -73,7 +75,7 @@ def measure(world: World, gb: Process, swarms: list[Process], seconds: float, co
     time.sleep(seconds)
     meter.stop()
     s = sample(gb.pid)
-    rss0_kb = s.rss_kb if rss0_kb is None else rss0_kb
+    rss0_kb, anon0_kb = (s.rss_kb, s.anon_kb) if ref is None else (ref["rss_kb"], ref["anon_kb"])
     published = world.mqtt.received(f"{BASE}/+/temperature", since)
     heard = {m.topic.split("/")[1] for m in published}
     row = {"broadcasters": count, "saved": min(count, saved), "auto": max(0, count - saved),
@@ -82,7 +84,8 @@ def measure(world: World, gb: Process, swarms: list[Process], seconds: float, co
            "devices_heard": len(heard),
            "gattbridge_cpu_pct": round(meter.percent("gattbridge"), 2),
            "rss_mb": round(s.rss_kb / 1024, 2), "rss_delta_mb": round((s.rss_kb - rss0_kb) / 1024, 2),
-           "rss_kb": s.rss_kb, "anon_mb": round(s.anon_kb / 1024, 2),
+           "rss_kb": s.rss_kb, "anon_kb": s.anon_kb, "anon_mb": round(s.anon_kb / 1024, 2),
+           "anon_delta_mb": round((s.anon_kb - anon0_kb) / 1024, 2), "file_mb": round(s.file_kb / 1024, 2),
            "bluezoo_cpu_pct": round(meter.percent("bluezoo"), 1),
            "mosquitto_cpu_pct": round(meter.percent("mosquitto"), 1),
            "broadcasters_cpu_pct": round(sum(meter.percent(f"swarm{i}") for i in range(len(swarms))), 1),
@@ -100,7 +103,8 @@ def connected_online(world: World) -> bool:
 
 def print_row(r: dict) -> None:
     print(f"{r['broadcasters']:>12} {r['saved']:>5} {r['auto']:>5} {r['broadcasts_per_s']:>12} "
-          f"{r['gattbridge_cpu_pct']:>10.2f} {r['rss_mb']:>8.2f} {r['rss_delta_mb']:>+9.2f} "
+          f"{r['gattbridge_cpu_pct']:>10.2f} {r['rss_mb']:>8.2f} {r['rss_delta_mb']:>+9.2f} {r['anon_mb']:>8.2f} "
+          f"{r['anon_delta_mb']:>+8.2f} "
           f"{r['bluezoo_cpu_pct']:>10.1f} {r['broadcasters_cpu_pct']:>12.1f} {r['mosquitto_cpu_pct']:>9.1f} "
           f"{r['loadavg'][0]:>6.2f}", flush=True)
 
@@ -130,9 +134,8 @@ def main() -> int:
         gb.wait_for_line("start-up page trim", timeout=120, stream="stderr")
         time.sleep(a.settle)
         print(f"\n{'broadcasters':>12} {'saved':>5} {'auto':>5} {'broadcasts/s':>12} {'daemon CPU':>10} "
-              f"{'RSS MB':>8} {'ΔRSS MB':>9} {'BlueZoo %':>10} {'senders %':>12} {'mosq. %':>9} {'load':>6}")
+              f"{'RSS MB':>8} {'ΔRSS MB':>9} {'anon MB':>8} {'Δanon':>8} {'BlueZoo %':>10} {'senders %':>12} {'mosq. %':>9} {'load':>6}")
         base = measure(world, gb, swarms, a.seconds, 0, a.saved, None)
-        rss0 = base["rss_kb"]
         result["steps"].append(base)
         print_row(base)
         count = 0
@@ -154,7 +157,7 @@ def main() -> int:
             if not gb.running:
                 failed = f"gattbridge exited ({gb.returncode})"
                 break
-            row = measure(world, gb, swarms, a.seconds, count, a.saved, rss0)
+            row = measure(world, gb, swarms, a.seconds, count, a.saved, base)
             row["online_after_s"] = round(max(m.time for m in world.mqtt.received(f"{BASE}/+/availability", mark))
                                           - world.mqtt.received(f"{BASE}/+/availability", mark)[0].time, 1)
             result["steps"].append(row)
