@@ -149,7 +149,6 @@ def main() -> int:
             world.bench.processes.append(swarm)
             swarms.append(swarm)
             swarm.wait_for_line('"ready"', timeout=120)
-            mark = world.mqtt.mark()
             for i in range(count, target):
                 world.mqtt.wait_for(f"{BASE}/{name_of(i, a.saved)}/availability", "online", 60)
             count = target
@@ -158,8 +157,6 @@ def main() -> int:
                 failed = f"gattbridge exited ({gb.returncode})"
                 break
             row = measure(world, gb, swarms, a.seconds, count, a.saved, base)
-            row["online_after_s"] = round(max(m.time for m in world.mqtt.received(f"{BASE}/+/availability", mark))
-                                          - world.mqtt.received(f"{BASE}/+/availability", mark)[0].time, 1)
             result["steps"].append(row)
             print_row(row)
             if not connected_online(world):
