@@ -261,6 +261,7 @@ bench: setup bench-build
 	GATTBRIDGE_BIN=$(CURDIR)/$(BENCH_BIN) FLOOR_RELAY_BIN=$(CURDIR)/$(FLOOR_BIN) \
 		$(PYTHON) scripts/bench/run_bench.py $(BENCH_ARGS)
 	$(MAKE) bench-fleet
+	$(MAKE) bench-adverts
 
 # The fleet at scale (docs/fleet.md): 3 bridges x 30 simulated peripherals on one BlueZoo and broker,
 # every device owned once, then the time from an owner's SIGKILL to its devices online elsewhere (~15 s; part of
@@ -269,6 +270,15 @@ bench: setup bench-build
 .PHONY: bench-fleet
 bench-fleet: setup bench-build
 	GATTBRIDGE_BIN=$(CURDIR)/$(BENCH_BIN) $(PYTHON) scripts/bench/fleet_scale.py $(FLEET_ARGS)
+
+# What passive broadcasters cost the daemon (docs/performance.md#passive-broadcasts): three connected devices idle,
+# then 50, 100, … BTHome broadcasters at 1 Hz on BlueZoo (scripts/bench/adverts_bench.py); a table of the daemon's
+# CPU, RSS and broadcasts/s per step. ADVERTS_ARGS="--steps 50,100 --saved 50 --seconds 20". JSON in
+# .bench/adverts-latest.json.
+.PHONY: bench-adverts
+ADVERTS_ARGS ?=
+bench-adverts: setup bench-build
+	GATTBRIDGE_BIN=$(CURDIR)/$(BENCH_BIN) $(PYTHON) scripts/bench/adverts_bench.py $(ADVERTS_ARGS)
 
 # Where the CPU per notification goes, gattbridge beside the floor relay (scripts/bench/profile_hot_path.py):
 # system calls per notification (strace, the default) or a perf profile by symbol (PROFILE_ARGS="--tool perf").

@@ -2,10 +2,11 @@
 emulated air), bluetoothd, and optionally btmon. Only `scripts/realbluez/guest.sh` runs this (see
 docs/dev/REAL-BLUEZ.md); it needs the kernel's hci_vhci and root.
 
-btvirt -L -l6 gives six LE-only controllers in ONE process (two btvirt processes never hear each other):
+btvirt -L -l8 gives eight LE-only controllers in ONE process (two btvirt processes never hear each other):
 hci0 is the central (gattbridge), hci1..hci3 are one simulated peripheral each, as on the BlueZoo bench, so
 each peripheral has its own address and its own GATT database. Addresses are btvirt's, read at start-up.
-hci4 is a second central (adapters), hci5 the pairing peripheral (test_real_pairing.py).
+hci4 is a second central (adapters), hci5 the pairing peripheral (test_real_pairing.py), hci6 and hci7 the
+passive broadcasters (test_real_adverts.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from bench.bench import DBusDaemon, wait_until
 from bench.central import BusThread
 
 BLUETOOTHD = "/usr/libexec/bluetooth/bluetoothd"
-CONTROLLERS = 6
+CONTROLLERS = 8
 
 
 class Daemon:

@@ -60,6 +60,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--event-hold", type=float, default=2.5,
                    help="broadcaster: seconds a button-event packet stays on the air")
     p.add_argument("--first-tick", type=int, default=0, help="broadcaster: where its value sequence starts")
+    p.add_argument("--connectable", action="store_true",
+                   help="broadcaster: advertise as a connectable peripheral (on a real BlueZ controller a "
+                        "non-connectable advertisement goes out from a fresh random address each time)")
     a = p.parse_args(argv)
 
     opts = dict(name=a.name, acquire_notify=not a.no_acquire_notify, log_notify=a.log_notify,
@@ -77,7 +80,7 @@ def main(argv: list[str]) -> int:
         opts.update(passkey=a.passkey, rate=2.0 if a.rate is None else a.rate)
     elif a.kind == "broadcaster":
         opts.update(format=a.format, address=a.address, bindkey_file=a.bindkey_file, interval=a.interval,
-                    event_hold=a.event_hold, first_tick=a.first_tick)
+                    event_hold=a.event_hold, first_tick=a.first_tick, connectable=a.connectable)
     elif a.kind == "generic":
         if not a.config:
             p.error("generic needs --config")

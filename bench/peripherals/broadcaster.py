@@ -16,6 +16,14 @@ the air for `--event-hold` seconds (a real button repeats its event packet so a 
 {"cmd":"replay","n":N} puts packet N's bytes on the air again for `--event-hold` seconds, as an attacker replaying a
 recorded packet would (reported as {"event":"replayed","n":N,…});
 {"cmd":"advertise","on":false} goes silent altogether.
+
+On the real bluetoothd (Tests/realbluez) it runs with `--connectable`. The Linux kernel sends a non-connectable
+advertisement from a fresh non-resolvable private address each time it is set up, which no saved device's address
+matches, and bluetoothd refuses flags in one ("Broadcast cannot set flags"); a connectable one ("peripheral") goes
+out from the controller's own address, as a real sensor's does (nobody connects: the daemon never connects to a
+passive device). It needs no `--readvertise` there: btvirt's emulated controllers report an advertisement only when
+advertising or scanning is switched on, but bluetoothd sets the advertisement up again on every PropertiesChanged,
+so each new packet is reported (a packet repeated unchanged would be heard once).
 """
 
 from __future__ import annotations
@@ -92,7 +100,7 @@ class Broadcaster:
 
 def build(adapter: str, format: str = "bthome", address: Optional[str] = None, name: Optional[str] = None,
           bindkey_file: Optional[str] = None, interval: float = 1.0, event_hold: float = 2.5,
-          first_tick: int = 0, **_ignored) -> PeripheralRunner:
+          first_tick: int = 0, connectable: bool = False, **_ignored) -> PeripheralRunner:
     if address is None:
         raise ValueError("a broadcaster needs its adapter's address (--address): BTHome encryption and the pvvx "
                          "record contain it")
@@ -100,7 +108,7 @@ def build(adapter: str, format: str = "bthome", address: Optional[str] = None, n
     sensor = Sensor(format, address, bindkey, first_tick)
     first = sensor.next()
     adv = Advertisement(name or DEFAULT_NAMES[format], [], first.manufacturer_data, first.service_data,
-                        adv_type="broadcast")
+                        adv_type="peripheral" if connectable else "broadcast")
     runner = PeripheralRunner(adapter, [], adv)
     Broadcaster(runner, sensor, interval, event_hold).sent[0] = first
     emit("broadcast", n=sensor.tick - 1, **first.as_event())

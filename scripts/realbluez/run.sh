@@ -59,6 +59,12 @@ case "$BIN" in
     "$REPO"/*) ;;
     *) shares+=("bin:$(dirname "$BIN"):ro"); host_paths+=("$(dirname "$BIN")") ;;
 esac
+# A .venv that is a symlink to one outside the tree (a worktree sharing another checkout's venv): that one too.
+venv="$(readlink -f "$REPO/.venv")"
+case "$venv" in
+    "$REPO"/*) ;;
+    *) shares+=("venv:$venv:ro"); host_paths+=("$venv") ;;
+esac
 # Libraries outside /usr (the Swift runtime of a debug build: /opt/swift/…/lib/swift/linux).
 i=0
 for dir in $(ldd "$BIN" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | xargs -r -n1 dirname | sort -u); do

@@ -1,0 +1,189 @@
+"""`make bench-adverts` (and part of `make bench`): what passive broadcasters cost the daemon (docs/adverts.md,
+docs/performance.md#passive-broadcasts).
+
+The release gattbridge on the bench's world (private bus, BlueZoo with its 1 s scan tick, mosquitto, the fd/signal
+stamp peripherals and the HM-10: the three connected devices `make bench` measures idle) with
+`adverts: {enabled: true, auto: [bthome]}`. First the daemon with its three devices online and no broadcaster;
+then BTHome thermometers broadcasting once a second each, added in steps (`--steps 50,100,…`), each on its own
+BlueZoo adapter (BlueZoo reports only the first advertisement of an adapter; its adapter ids are one byte, so the
+bench holds at most ~250 broadcasters). The first `--saved` broadcasters are saved passive devices in the config
+(`advert: bthome`), the others are heard as `auto` devices and adopted. After each step, once every broadcaster's
+availability is online, `--seconds` of measurement: the daemon's CPU (utime+stime from /proc, % of one core),
+its RSS and its change since before the broadcasters (and of that the anonymous part, RssAnon: heap and stacks;
+the rest is file-backed code and read-only data, which the daemon's start-up trim released before the reference
+row and activity maps back in), the broadcasts it published per second (its
+`B/<device>/temperature` messages: the bench's temperature changes with every packet, so one message is one
+broadcast decoded and published), and the CPU of BlueZoo and of the broadcasters' process
+(scripts/bench/broadcaster_swarm.py), the bench's own costs. The three connected devices must stay online
+throughout (and a notification on each stamp device still arrives at the end).
+
+Numbers are printed, never asserted; exit status 1 only when the bench itself fails (the daemon died, a device
+did not come or stay online). JSON in .bench/adverts-latest.json.
+
+    .venv/bin/python scripts/bench/adverts_bench.py [--steps 50,100,150,200,250] [--saved 50] [--seconds 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (BASE, HERE, CpuMeter, World, gattbridge_binary, machine,  # noqa: E402
+                    sample, save_results, write_config)
+from bench.bench import Process  # noqa: E402
+
+CONNECTED = ("fd", "sig", "hm10")
+
+
+def broadcaster_address(i: int) -> str:
+    return f"A4:C1:38:BE:{i >> 8:02X}:{i & 0xFF:02X}"
+
+
+def saved_name(i: int) -> str:
+    return f"thermo{i:03d}"
+
+
+def auto_name(i: int) -> str:
+    return "bthome-" + broadcaster_address(i).replace(":", "").lower()
+
+
+def name_of(i: int, saved: int) -> str:
+    return saved_name(i) if i < saved else auto_name(i)
+
+
+def adverts_config(world: World, saved: int, auto_limit: int) -> None:
+    devices = "".join(f"  - {{ name: {saved_name(i)}, address: \"{broadcaster_address(i)}\", advert: bthome }}\n"
+                      for i in range(saved))
+    devices += ("bluetooth:\n  adapters: [hci0]\n"
+                f"adverts:\n  enabled: true\n  auto: [bthome]\n  auto_limit: {auto_limit}\n")
+    write_config(world.config, world.broker.port, devices)
+
+
+def measure(world: World, gb: Process, swarms: list[Process], seconds: float, count: int, saved: int,
+            ref: Optional[dict]) -> dict:
+    """One step's row; `ref` None: this is the row before the broadcasters, the reference of the memory deltas."""
+    pids = {"gattbridge": gb.pid, "bluezoo": world.bench.bluez.process.pid, "mosquitto": world.broker.process.pid}
+    pids.update({f"swarm{i}": s.pid for i, s in enumerate(swarms)})
+    since = world.mqtt.mark()
+    meter = CpuMeter(pids).start()
+    time.sleep(seconds)
+    meter.stop()
+    s = sample(gb.pid)
+    rss0_kb, anon0_kb = (s.rss_kb, s.anon_kb) if ref is None else (ref["rss_kb"], ref["anon_kb"])
+    published = world.mqtt.received(f"{BASE}/+/temperature", since)
+    heard = {m.topic.split("/")[1] for m in published}
+    row = {"broadcasters": count, "saved": min(count, saved), "auto": max(0, count - saved),
+           "seconds": round(meter.seconds, 1),
+           "broadcasts_per_s": round(len(published) / meter.seconds, 1),
+           "devices_heard": len(heard),
+           "gattbridge_cpu_pct": round(meter.percent("gattbridge"), 2),
+           "rss_mb": round(s.rss_kb / 1024, 2), "rss_delta_mb": round((s.rss_kb - rss0_kb) / 1024, 2),
+           "rss_kb": s.rss_kb, "anon_kb": s.anon_kb, "anon_mb": round(s.anon_kb / 1024, 2),
+           "anon_delta_mb": round((s.anon_kb - anon0_kb) / 1024, 2), "file_mb": round(s.file_kb / 1024, 2),
+           "bluezoo_cpu_pct": round(meter.percent("bluezoo"), 1),
+           "mosquitto_cpu_pct": round(meter.percent("mosquitto"), 1),
+           "broadcasters_cpu_pct": round(sum(meter.percent(f"swarm{i}") for i in range(len(swarms))), 1),
+           "loadavg": [round(x, 2) for x in os.getloadavg()]}
+    return row
+
+
+def connected_online(world: World) -> bool:
+    for d in CONNECTED:
+        last = world.mqtt.received(f"{BASE}/{d}/availability")
+        if not last or last[-1].text != "online":
+            return False
+    return True
+
+
+def print_row(r: dict) -> None:
+    print(f"{r['broadcasters']:>12} {r['saved']:>5} {r['auto']:>5} {r['broadcasts_per_s']:>12} "
+          f"{r['gattbridge_cpu_pct']:>10.2f} {r['rss_mb']:>8.2f} {r['rss_delta_mb']:>+9.2f} {r['anon_mb']:>8.2f} "
+          f"{r['anon_delta_mb']:>+8.2f} "
+          f"{r['bluezoo_cpu_pct']:>10.1f} {r['broadcasters_cpu_pct']:>12.1f} {r['mosquitto_cpu_pct']:>9.1f} "
+          f"{r['loadavg'][0]:>6.2f}", flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", default="50,100,150,200,250", help="broadcaster counts, ascending")
+    ap.add_argument("--saved", type=int, default=50, help="the first N broadcasters are saved devices, the rest auto")
+    ap.add_argument("--seconds", type=float, default=20, help="measurement window per step")
+    ap.add_argument("--settle", type=float, default=5, help="seconds after a step's devices are online")
+    ap.add_argument("--out", default=str(HERE.parents[1] / ".bench"))
+    a = ap.parse_args()
+    steps = [int(s) for s in a.steps.split(",")]
+    binary = gattbridge_binary()
+    result: dict = {"binary": str(binary), "machine": machine(), "steps": []}
+    print(f"machine: {result['machine']['cpu']}, {result['machine']['cores']} cores, load average "
+          f"{result['machine']['loadavg_at_start']} at start", flush=True)
+    world = World()
+    swarms: list[Process] = []
+    failed = ""
+    try:
+        adverts_config(world, a.saved, auto_limit=max(steps[-1], 100))
+        gb = world.start_gattbridge(log_level="info")
+        world.wait_online(timeout=60)
+        # The daemon trims its start-up pages once every saved device is online (the silent saved broadcasters
+        # are not yet: after its 60 s fallback), 5 s later: the reference RSS is the trimmed one.
+        gb.wait_for_line("start-up page trim", timeout=120, stream="stderr")
+        time.sleep(a.settle)
+        print(f"\n{'broadcasters':>12} {'saved':>5} {'auto':>5} {'broadcasts/s':>12} {'daemon CPU':>10} "
+              f"{'RSS MB':>8} {'ΔRSS MB':>9} {'anon MB':>8} {'Δanon':>8} {'BlueZoo %':>10} {'senders %':>12} {'mosq. %':>9} {'load':>6}")
+        base = measure(world, gb, swarms, a.seconds, 0, a.saved, None)
+        result["steps"].append(base)
+        print_row(base)
+        count = 0
+        for target in steps:
+            adapters = []
+            for i in range(count, target):
+                adapters.append(f"{world.bench.bluez.add_adapter(broadcaster_address(i))}={broadcaster_address(i)}")
+            swarm = Process([sys.executable, str(HERE / "broadcaster_swarm.py"), "--interval", "1", *adapters],
+                            f"swarm-{count}-{target}", env=world.bench.env, cwd=world.bench.workdir,
+                            log_dir=world.bench.log_dir).start()
+            world.bench.processes.append(swarm)
+            swarms.append(swarm)
+            swarm.wait_for_line('"ready"', timeout=120)
+            for i in range(count, target):
+                world.mqtt.wait_for(f"{BASE}/{name_of(i, a.saved)}/availability", "online", 60)
+            count = target
+            time.sleep(a.settle)
+            if not gb.running:
+                failed = f"gattbridge exited ({gb.returncode})"
+                break
+            row = measure(world, gb, swarms, a.seconds, count, a.saved, base)
+            result["steps"].append(row)
+            print_row(row)
+            if not connected_online(world):
+                failed = "a connected device went offline under the broadcasts"
+                break
+        if not failed:
+            # The connected devices still carry data: one notification down each stamp path.
+            for n, (path, p) in enumerate((("fd", world.fd), ("sig", world.sig)), start=1):
+                since = world.mqtt.mark()
+                p.wait_burst(n, p.burst(n, 10.0, 5), timeout=30)
+                world.mqtt.wait_count(f"{BASE}/{path}/stamp", 5, timeout=30, since=since)
+            print(f"\nthe three connected devices stayed online; 5 notifications on each stamp device arrived after "
+                  f"{count} broadcasters", flush=True)
+        if not gb.running:
+            failed = f"gattbridge exited ({gb.returncode}): {gb.stderr_lines[-10:]}"
+    except TimeoutError as exc:
+        failed = f"the bench failed: {exc}"
+    finally:
+        world.close()
+    result["failed"] = failed
+    path = save_results(result, a.out, "adverts", "adverts-latest.json")
+    print(f"JSON in {path}; load average at the end {[round(x, 2) for x in os.getloadavg()]}")
+    if failed:
+        print(failed, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
