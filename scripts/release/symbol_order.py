@@ -6,9 +6,13 @@ page the kernel maps for it (64 KB at a time, fault-around) stays resident, so w
 just keep their default place); regenerate it when the daemon's code changed a lot.
 
 How: runs an unstripped release binary under valgrind's callgrind against the simulated bench (the three demo
-peripherals, mosquitto, `gattbridge run -c config/demo.yaml`), waits for the daemon's start-up page trim (callgrind
-dumps the profile so far when it begins), idles (another dump), exercises commands and reads, and stops it with
-SIGTERM. The order lists the binary's functions that ran in the idle steady state after the trim, most expensive
+peripherals, two BTHome broadcasters, mosquitto, `gattbridge run -c config/demo.yaml`), waits for the daemon's
+start-up page trim (callgrind dumps the profile so far when it begins), idles (another dump), exercises commands and
+reads, and stops it with SIGTERM. Broadcasts are part of the steady state: one broadcaster is the demo's saved
+passive `balcony-thermometer`, the other an unlisted sensor the demo's `auto: [bthome]` adopts, each sending a new
+packet a second, so the discovery signals, decoders, the tracker and their publishes run after the trim and their
+functions are packed with the rest of the steady state's (otherwise a daemon with broadcasters maps megabytes of
+code pages back in, docs/performance.md#passive-broadcasts). The order lists the binary's functions that ran in the idle steady state after the trim, most expensive
 first, then those the commands and the shutdown added, then those that ran only before the trim: after the trim only
 the pages the steady state runs come back, so its functions go first and share as few pages as possible with the
 rest. Names that live in large input sections (the toolchain's static libraries are not compiled one function per
@@ -67,6 +71,10 @@ def wait_for(predicate, timeout: float, what: str) -> None:
     sys.exit(f"symbol_order: timed out waiting for {what}")
 
 
+# The broadcasters: the demo config's saved passive `balcony-thermometer`, and one it does not list (an `auto` device).
+SAVED_BROADCASTER = "A4:C1:38:0B:70:01"
+AUTO_BROADCASTER = "A4:C1:38:0B:70:02"
+
 # StartupPageTrim.run() (Sources/Systemd/StartupPageTrim.swift), mangled: callgrind dumps the start-up part there.
 TRIM_FUNCTION = "$s7Systemd15StartupPageTrimO3run*"
 
@@ -88,7 +96,8 @@ def profile(binary: Path, seconds: int, work: Path) -> tuple[Path, Path, Path]:
     try:
         start(["mosquitto", "-c", str(work / "mosquitto.conf")], "mosquitto.log")
         env_file = work / "bench.env"
-        start([str(REPO / ".venv/bin/python"), "-m", "bench", "--env-file", str(env_file)], "bench.log", cwd=REPO)
+        start([str(REPO / ".venv/bin/python"), "-m", "bench", "--broadcaster", f"bthome:{SAVED_BROADCASTER}",
+               "--broadcaster", f"bthome:{AUTO_BROADCASTER}", "--env-file", str(env_file)], "bench.log", cwd=REPO)
         wait_for(lambda: env_file.exists() and env_file.stat().st_size > 0, 30, "the bench")
         env = dict(os.environ)
         for line in env_file.read_text().splitlines():
@@ -102,14 +111,16 @@ def profile(binary: Path, seconds: int, work: Path) -> tuple[Path, Path, Path]:
         daemon = start(["valgrind", "-q", "--tool=callgrind", f"--callgrind-out-file={output}", "--dump-instr=no",
                         "--demangle=no", f"--dump-before={TRIM_FUNCTION}", str(binary), "run", "-c",
                         str(work / "demo.yaml"), "--log-level", "info"], "gattbridge.log", env=env)
-        wait_for(lambda: availability.read_text().count(" online") >= 3, 180, "three devices online")
+        wait_for(lambda: availability.read_text().count(" online") >= 5, 180,
+                 "three connected and two passive devices online")
         wait_for(lambda: "start-up page trim" in (work / "gattbridge.log").read_text(), 180, "the start-up trim")
 
         def publish(topic: str, message: str | None) -> None:
             args = ["mosquitto_pub", "-p", str(port), "-t", f"gattbridge/{topic}"]
             subprocess.run(args + (["-m", message] if message is not None else ["-n"]), check=True)
 
-        # The steady state: notifications (the heart rate, 1 Hz), polls, keepalives. Then a dump, so the commands
+        # The steady state: notifications (the heart rate, 1 Hz), broadcasts (two sensors, 1 Hz each), polls,
+        # keepalives. Then a dump, so the commands
         # and the shutdown land in a profile part of their own.
         time.sleep(seconds)
         subprocess.run(["callgrind_control", "--dump", str(daemon.pid)], check=True, capture_output=True)
