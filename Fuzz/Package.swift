@@ -35,11 +35,11 @@ let package = Package(
         .target(name: "BlueZ", dependencies: ["DBus", "Bluetooth", "Durations", log]),
         .target(name: "Codecs"),
         .target(name: "Adverts", dependencies: ["CCrypto", "Bluetooth", "Codecs"]),
-        .target(name: "Config", dependencies: ["CYAML", "Codecs", "Bluetooth"]),
+        .target(name: "Config", dependencies: ["CYAML", "Codecs", "Bluetooth", "Adverts"]),
         .target(name: "MQTT", dependencies: ["CMosquitto", "Durations", log, deque]),
         .target(name: "Systemd", dependencies: ["CSystemd", log]),
         .target(name: "Bridge", dependencies: [
-            "BlueZ", "Bluetooth", "Codecs", "Config", "DBus", "Durations", "MQTT", "Systemd", log,
+            "Adverts", "BlueZ", "Bluetooth", "Codecs", "Config", "DBus", "Durations", "MQTT", "Systemd", log,
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
         ]),
