@@ -12,7 +12,7 @@ extension BridgeCore {
             board.register(device.name)
             passiveSightings.keep(Set(config.devices.filter(\.isPassive).map(\.name)))
             passiveSightings.restart(device.name)
-            if unannouncedOwnership.remove(device.name) != nil { announcePassive(device) }
+            if unannouncedOwnership.remove(device.name) != nil { announceOwnership(device) }
             return
         }
         let host = self.host, board = self.board, ownership = self.ownership, sink = self.sink
@@ -49,12 +49,7 @@ extension BridgeCore {
         byAddress[device.address] = session
         board.register(device.name)
         spawner.yield(session)
-        if unannouncedOwnership.remove(device.name) != nil {
-            let owned = ownership.owns(device.name)
-            logger.notice("\(owned ? "owning" : "giving up") device \(device.name)")
-            host.emit(.ownership(device, owned: owned))
-            board.touch()
-        }
+        if unannouncedOwnership.remove(device.name) != nil { announceOwnership(device) }
         // Fleet: a session that starts without the device (a reload replaced the one that was releasing it, and
         // stopped it disconnected) will never confirm that release; it is confirmed here, so the handover ends.
         if ownership.isFleet && !ownership.owns(device.name) { host.emit(.released(device)) }
@@ -76,28 +71,27 @@ extension BridgeCore {
             guard ownership.set(name, owned: owned) else { break }
             guard let session = sessions[name] else {
                 if let device = config.devices.first(where: { $0.name == name }), device.isPassive {
-                    announcePassive(device)
+                    announceOwnership(device)
                 } else {
                     unannouncedOwnership.insert(name)
                 }
                 break
             }
             unannouncedOwnership.remove(name)
-            logger.notice("\(owned ? "owning" : "giving up") device \(name)")
             session.send(.machine(.ownership(owned)))
-            host.emit(.ownership(session.config, owned: owned))
-            board.touch()       // the STATUS= line counts owned devices
+            announceOwnership(session.config)
             placeDevices()      // an owned device takes a connection slot; one given up frees it
         }
     }
 
-    /// Fleet: a passive device has no connection to take or drop, so a release is done as soon as it is decided.
-    func announcePassive(_ device: DeviceConfig) {
+    /// Fleet: says in the log and to the features whether this bridge owns the device now. A passive device has no
+    /// connection to take or drop, so its release is done as soon as it is decided (a session confirms its own).
+    func announceOwnership(_ device: DeviceConfig) {
         let owned = ownership.owns(device.name)
         logger.notice("\(owned ? "owning" : "giving up") device \(device.name)")
         host.emit(.ownership(device, owned: owned))
-        if !owned { host.emit(.released(device)) }
-        board.touch()
+        if !owned && device.isPassive { host.emit(.released(device)) }
+        board.touch()       // the STATUS= line counts owned devices
     }
 
     /// A command that found its device held: kept until the hold ends (bounded), or routed again if it has already.
