@@ -58,6 +58,7 @@ extension DeviceChange {
             guard let device = new.devices.first(where: { $0.name == name }) else {
                 return .failure(.unknownDevice(name))
             }
+            guard device.source.kind != .advert else { return .failure(.heardNotSaved(name)) }
             guard device.source.kind == .api else {
                 return .failure(.fromConfigFile(name, file: device.source.file, line: device.source.line))
             }

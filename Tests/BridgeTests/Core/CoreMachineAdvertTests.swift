@@ -49,6 +49,14 @@ import Testing
         #expect(machine.config.devices[0].source.kind == .api)
     }
 
+    @Test func anAutoDeviceCannotBeRemovedOnlyAdopted() {
+        var machine = CoreMachine(config: Self.config([]))
+        _ = Self.apply(&machine, .device(.add(Self.auto())))
+        let result = Self.apply(&machine, .device(.remove(name: "bthome-a4c1381a2b3c")), id: 2)
+        #expect(result.map { if case .failure(.heardNotSaved("bthome-a4c1381a2b3c")) = $0 { true } else { false } } == true)
+        #expect(machine.config.devices.count == 1)
+    }
+
     @Test func aReloadKeepsAutoDevicesTheNewSectionAllows() {
         var machine = CoreMachine(config: Self.config([]))
         _ = Self.apply(&machine, .device(.add(Self.auto(1))))
