@@ -12,7 +12,7 @@ struct OutgoingMessage: Sendable, Equatable {
 extension MQTTMessage {
     /// Bytes the message holds while queued: topic, payload and MQTT 5 properties plus a fixed overhead for the
     /// structures around them (libmosquitto keeps a packet and a copy; our queues keep the Swift value).
-    var footprint: Int {
+    public var footprint: Int {
         topic.utf8.count + payload.count + (responseTopic?.utf8.count ?? 0) + (correlationData?.count ?? 0) + 128
     }
 }

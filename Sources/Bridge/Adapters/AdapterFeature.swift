@@ -3,7 +3,7 @@ import Codecs
 /// `B/bridge/adapters` (retained, republished when it changes and after a broker reconnect) and the
 /// `adapter_recovery` events on `B/bridge/event` (docs/adapters.md).
 struct AdapterFeature: BridgeFeature {
-    func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
+    func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         var topics: BridgeTopics?
         var adapters: String?
         for await event in events {

@@ -25,7 +25,7 @@ public struct AdvertFeature: BridgeFeature {
         case delayedEvents(String)
     }
 
-    public func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
+    public func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         var tracker = AdvertTracker()
         var topics = BridgeTopics(base: "")
         var discovery: HomeAssistantDiscovery?

@@ -21,7 +21,7 @@ public actor BridgeCore {
     let logger: Logger
     let host: FeatureHost
     /// Attached at init, so events emitted before `run()` (a fast first broker connect) wait in their streams.
-    private let features: [(feature: any BridgeFeature, events: AsyncStream<CoreEvent>, context: FeatureContext)]
+    private let features: [(feature: any BridgeFeature, events: FeatureEvents, context: FeatureContext)]
     let gate = ConnectGate<String>()
     let discovery: DiscoveryCoordinator
     /// Discovery for `adapter: any` devices: through every usable adapter (see `AnyAdapterDiscovery`).
@@ -264,6 +264,12 @@ public actor BridgeCore {
     /// Commands go to their session through the router; everything else to the features.
     public nonisolated func handle(_ message: MQTTMessage) {
         router.route(message)
+    }
+
+    /// Returns once the features have handled all but `FeatureHost.backlogLimit` bytes of the broker messages routed
+    /// to them; the MQTT pump waits on it, so a flood waits (and is dropped) in the client's bounded inbox.
+    public nonisolated func featuresCaughtUp() async {
+        await host.backlog.belowLimit()
     }
 
     /// A turn of the core's loop, for the watchdog: if this returns, the loop is not stuck.

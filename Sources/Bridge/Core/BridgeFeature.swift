@@ -3,7 +3,7 @@ import MQTT
 /// A unit of bridge behaviour built on the core's events (zigbee2mqtt's "extensions"): availability, RSSI, events
 /// and logs, Home Assistant discovery. Each runs as one task with its own state, and ends when `events` ends.
 public protocol BridgeFeature: Sendable {
-    func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async
+    func run(_ events: FeatureEvents, _ context: FeatureContext) async
     /// Whether `CoreEvent.broadcast` reaches this feature: broadcasts arrive about once a second per sensor, and a
     /// feature that ignores them should not wake for each.
     var wantsBroadcasts: Bool { get }

@@ -6,7 +6,11 @@ import MQTT
 ///
 /// Values (notifications, reads) are deliberately not events: they go straight from the D-Bus loop thread to the
 /// broker, and fanning each one out to every feature would put an allocation and a thread hop on the hot path.
-public enum CoreEvent: Sendable {
+///
+/// `indirect`: the payloads are boxed once and shared by every feature's stream. Inline, the largest case (two
+/// configs) made each queued event 785 bytes, copied into every feature's buffer, and a stream's buffer keeps the
+/// capacity of its longest queue: a flood of broker messages left megabytes of buffer behind in each feature.
+public indirect enum CoreEvent: Sendable {
     /// The core started (`old` nil) or a reload applied a new config; sessions of changed devices are already
     /// stopped and new ones started.
     case configApplied(old: BridgeConfig?, new: BridgeConfig)

@@ -29,9 +29,9 @@ final class FeatureHost: Sendable {
     /// The core, for features that change the device list (the bridge API).
     let core = CoreReference()
     private struct State {
-        var outlets: [AsyncStream<CoreEvent>.Continuation] = []
+        var outlets: [AsyncStream<FeatureDelivery>.Continuation] = []
         /// The outlets of the features that want `CoreEvent.broadcast`.
-        var broadcastOutlets: [AsyncStream<CoreEvent>.Continuation] = []
+        var broadcastOutlets: [AsyncStream<FeatureDelivery>.Continuation] = []
         var filters: [(filter: String, feature: Int)] = []
         /// Filters whose topics carry retained state (subscribed with `retained: true`), and the last message seen on
         /// each of their topics. Two features may want the same such filter (the fleet's `B/+/owner`): the second
@@ -42,6 +42,10 @@ final class FeatureHost: Sendable {
     }
     /// At most this many topics are kept for `latest` (they come from anyone who may publish under the filters).
     static let maxLatest = 10_000
+    /// Broker messages routed to features and not yet handled, at most this many bytes (`FeatureBacklog`): as much
+    /// as the MQTT client's own inbox may hold.
+    static let backlogLimit = MQTTClient.inboxLimit
+    let backlog = FeatureBacklog(limit: FeatureHost.backlogLimit)
     private let state = Mutex(State())
 
     init(link: any BrokerLink) {
@@ -50,22 +54,23 @@ final class FeatureHost: Sendable {
     }
 
     /// Registers a feature: its event stream and its context.
-    func attach(broadcasts: Bool = false) -> (AsyncStream<CoreEvent>, FeatureContext) {
-        let (stream, outlet) = AsyncStream.makeStream(of: CoreEvent.self)
+    func attach(broadcasts: Bool = false) -> (FeatureEvents, FeatureContext) {
+        let (stream, outlet) = AsyncStream.makeStream(of: FeatureDelivery.self)
         let id = state.withLock { state in
             state.outlets.append(outlet)
             if broadcasts { state.broadcastOutlets.append(outlet) }
             return state.outlets.count - 1
         }
-        return (stream, FeatureContext(id: id, host: self))
+        return (FeatureEvents(deliveries: stream, backlog: backlog), FeatureContext(id: id, host: self))
     }
 
     func emit(_ event: CoreEvent) {
+        let delivery = FeatureDelivery(event: event, bytes: 0)
         if case .broadcast = event {
-            for outlet in state.withLock({ $0.broadcastOutlets }) { outlet.yield(event) }
+            for outlet in state.withLock({ $0.broadcastOutlets }) { outlet.yield(delivery) }
             return
         }
-        for outlet in state.withLock({ $0.outlets }) { outlet.yield(event) }
+        for outlet in state.withLock({ $0.outlets }) { outlet.yield(delivery) }
     }
 
     /// Hands a broker message to every feature with a matching filter; false when none has one.
@@ -81,7 +86,11 @@ final class FeatureHost: Sendable {
             return (state.outlets, Set(state.filters.filter { MQTTTopic.matches(filter: $0.filter, topic: message.topic) }
                 .map(\.feature)))
         }
-        for id in targets.sorted() { outlets[id].yield(.message(message)) }
+        let delivery = FeatureDelivery(event: .message(message), bytes: message.footprint)
+        backlog.add(delivery.bytes * targets.count)
+        for id in targets.sorted() {
+            if case .terminated = outlets[id].yield(delivery) { backlog.release(delivery.bytes) }
+        }
         return !targets.isEmpty
     }
 
@@ -98,7 +107,7 @@ final class FeatureHost: Sendable {
                     for var message in state.latest.values.sorted(by: { $0.topic < $1.topic })
                     where MQTTTopic.matches(filter: filter, topic: message.topic) {
                         message.retain = true
-                        state.outlets[feature].yield(.message(message))
+                        state.outlets[feature].yield(FeatureDelivery(event: .message(message), bytes: 0))
                     }
                 }
                 state.stateFilters.insert(filter)
@@ -131,6 +140,7 @@ final class FeatureHost: Sendable {
     /// Ends every feature's stream (the bridge stopped).
     func finish() {
         for outlet in state.withLock({ $0.outlets }) { outlet.finish() }
+        backlog.close()
         requests.finish()
     }
 }

@@ -5,24 +5,27 @@ enum FeatureInput<Timer: Sendable>: Sendable {
 }
 
 /// Runs a feature's loop over the core's events merged with its own timers. `handle` returns the timers to arm
-/// (when, which); they live in a task group that ends with the loop, so no timer outlives the feature.
+/// (when, which); they live in a task group that ends with the loop, so no timer outlives the feature. A broker
+/// message's bytes leave the features' backlog once `handle` is done with it, not when it is handed on to this
+/// loop's own queue, so that queue cannot outgrow the backlog's bound (`FeatureBacklog`).
 func runFeatureLoop<Timer: Sendable>(
-    _ events: AsyncStream<CoreEvent>, timer: Timer.Type,
+    _ events: FeatureEvents, timer: Timer.Type,
     _ handle: (FeatureInput<Timer>) async -> [(at: ContinuousClock.Instant, timer: Timer)]
 ) async {
-    let (inputs, feed) = AsyncStream.makeStream(of: FeatureInput<Timer>.self)
+    let (inputs, feed) = AsyncStream.makeStream(of: (input: FeatureInput<Timer>, bytes: Int).self)
     await withDiscardingTaskGroup { group in
         group.addTask {
-            for await event in events { feed.yield(.event(event)) }
+            for await delivery in events.deliveries { feed.yield((.event(delivery.event), delivery.bytes)) }
             feed.finish()
         }
-        for await input in inputs {
+        for await (input, bytes) in inputs {
             for (deadline, timer) in await handle(input) {
                 group.addTask {
                     try? await Task.sleep(until: deadline, clock: .continuous)
-                    feed.yield(.timer(timer))
+                    feed.yield((.timer(timer), 0))
                 }
             }
+            events.backlog.release(bytes)
         }
         group.cancelAll()
     }

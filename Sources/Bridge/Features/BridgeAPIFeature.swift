@@ -53,7 +53,7 @@ struct BridgeAPIFeature: BridgeFeature {
         let responseTopic: String
     }
 
-    func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
+    func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         var state = APIState()
         var longRequests = 0
         var sequence = 0

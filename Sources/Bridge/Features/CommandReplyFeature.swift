@@ -4,7 +4,7 @@ import MQTT
 /// Command results on MQTT 5 Response Topics (docs/bridge-api.md): `{"status":"ok"}` once a `set` was written or a `get` read,
 /// `{"status":"error","error":…}` when it expired, was rejected or failed; each with the request's Correlation Data.
 struct CommandReplyFeature: BridgeFeature {
-    func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
+    func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         for await event in events {
             switch event {
             case .completed(let command):

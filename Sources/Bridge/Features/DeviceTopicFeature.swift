@@ -23,7 +23,7 @@ struct DeviceTopicFeature: BridgeFeature {
         return (device, String(rssi))
     }, qos: 0)
 
-    func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
+    func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         var last: [String: (topic: String, payload: String)] = [:]
         var topics = BridgeTopics(base: "")
         var connectedBefore = false

@@ -14,7 +14,7 @@ struct EventLogFeature: BridgeFeature {
     /// Losses are logged at most once per period: the first at once, the rest of the period summed in one line.
     static let dropReportPeriod: Duration = .seconds(5)
 
-    func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
+    func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         var topics = BridgeTopics(base: "")
         var limiter = ReportRateLimiter()
         var connected = false

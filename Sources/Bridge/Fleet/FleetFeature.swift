@@ -22,7 +22,7 @@ struct FleetFeature: BridgeFeature {
     /// How long after a forged `offline` this bridge says its devices' availability again.
     static let reassertDelay: Duration = .seconds(1)
 
-    func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
+    func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         var fleet: FleetSettings?
         var topics = BridgeTopics(base: "")
         var devices: [String: DeviceConfig] = [:]                // by name

@@ -120,7 +120,7 @@ struct BridgeDeviceFeature: BridgeFeature {
         return Set(known + present).sorted()
     }
 
-    func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
+    func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         var discovery: BridgeDeviceDiscovery?
         var adapters: [String] = []
         var announced: Set<String> = []

@@ -20,7 +20,7 @@ struct HomeAssistantFeature: BridgeFeature {
 
     private enum Timer: Sendable { case republishStates, republishConfigs }
 
-    func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
+    func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         var discovery: HomeAssistantDiscovery?
         var identities: [String: DeviceIdentity] = [:]
         /// Config topics published by this process: one not among them is new to Home Assistant (docs/home-assistant.md).

@@ -14,7 +14,7 @@ struct PairingAgentFeature: BridgeFeature {
     /// Told what bluetoothd has registered, so sessions pair only through the agent (`AgentReadiness`).
     var readiness = AgentReadiness()
 
-    func run(_ events: AsyncStream<CoreEvent>, _ context: FeatureContext) async {
+    func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         let agent = await bus.exportAgent(logger: logger)
         let registrar = AgentRegistrar(bus: bus, agent: agent, logger: logger, readiness: readiness)
         // Subscribed before anything is registered, so a bluetoothd restart from now on is seen.

@@ -67,7 +67,9 @@ final class MQTTService: Service, Sendable {
             group.addTask {
                 for await inbound in client.messages.inbound {
                     switch inbound {
-                    case .message(let message): self.core.handle(message)
+                    case .message(let message):
+                        self.core.handle(message)
+                        await self.core.featuresCaughtUp()
                     case .connected: self.core.brokerConnected()
                     // A client a reload replaced says goodbye after its successor may have connected.
                     case .disconnected: if self.link.client === client { self.core.brokerDisconnected() }
