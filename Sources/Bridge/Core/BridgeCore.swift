@@ -115,7 +115,13 @@ public actor BridgeCore {
         host.core.set(self)
         await withDiscardingTaskGroup { group in
             for (feature, events, context) in features {
-                group.addTask { await feature.run(events, context) }
+                group.addTask { [host] in
+                    await feature.run(events, context)
+                    // A feature that ended takes nothing more, and what it left counts no more against the backlog
+                    // the MQTT pump waits on (`FeatureBacklog`).
+                    host.detach(context)
+                    for await delivery in events.deliveries { host.backlog.release(delivery.bytes) }
+                }
             }
             group.addTask {
                 for await request in requests { sink.yield(.request(request)) }

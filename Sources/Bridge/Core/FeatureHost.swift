@@ -64,6 +64,11 @@ final class FeatureHost: Sendable {
         return (FeatureEvents(deliveries: stream, backlog: backlog), FeatureContext(id: id, host: self))
     }
 
+    /// The feature's run ended: its stream ends, and what is routed to it from now on is not counted.
+    func detach(_ context: FeatureContext) {
+        state.withLock { $0.outlets[context.id] }.finish()
+    }
+
     func emit(_ event: CoreEvent) {
         let delivery = FeatureDelivery(event: event, bytes: 0)
         if case .broadcast = event {

@@ -79,6 +79,19 @@ import Testing
         await waiting.value
     }
 
+    /// A feature whose run ended holds nothing against the backlog: its stream ends, later messages are not counted.
+    @Test func aDetachedFeatureIsNotWaitedFor() async {
+        let host = FeatureHost(link: RecordingLink())
+        let (events, context) = host.attach()
+        context.subscribe("x")
+        let message = MQTTMessage(topic: "x", string: "1")
+        _ = host.route(message)
+        host.detach(context)
+        for await delivery in events.deliveries { host.backlog.release(delivery.bytes) }
+        _ = host.route(message)
+        #expect(host.backlog.bytes == 0)
+    }
+
     static func name(_ event: CoreEvent) -> String {
         switch event {
         case .broadcast: "broadcast"
