@@ -3,7 +3,8 @@ reads from them.
 
 Pure functions and small state (packet ids, encryption counters); no D-Bus, so the differential tests can import it
 next to the reference parsers (Tests/adverts/test_bench_broadcasters.py checks the formats here against bthome-ble,
-xiaomi-ble, govee-ble and ruuvitag-ble; pvvx and the beacons have none). The simulated broadcasters (bench/peripherals/broadcaster.py) put these bytes into an LEAdvertisement1.
+xiaomi-ble, govee-ble and ruuvitag-ble; pvvx and the beacons have none). The simulated broadcasters
+(bench/peripherals/broadcaster.py) put these bytes into an LEAdvertisement1.
 
 A `Packet` carries where the bytes go (service data UUID or manufacturer company id), the bytes, and what a decoder
 must read from them: measurements by the reference parsers' names, rounding and units, events, the packet id, and a
@@ -211,7 +212,7 @@ _RUUVI_TX_POWER = 4          # dBm, sent as (dBm + 40) / 2 in the power field's 
 
 
 def ruuvi_motion(tick: int) -> tuple[int, tuple[int, int, int]]:
-    """The tag's movement counter (one movement every 3 ticks) and acceleration in mg (x, y, z: lying flat, wobbling)."""
+    """The tag's movement counter (one movement every 3 ticks) and acceleration in mg (x, y, z: flat, wobbling)."""
     return (tick // 3) % 256, (-20 + 7 * (tick % 9), 15 - 4 * (tick % 5), 1000 + 3 * (tick % 11))
 
 

@@ -155,6 +155,31 @@ def wait_value(mqtt, bridge: Bridge, name: str, measurement: str, broadcaster, t
     return mqtt.wait_for(bridge.topic(name, measurement), sent, timeout, since)
 
 
+def wait_readings(mqtt, bridge: Bridge, sensors: dict) -> None:
+    """Each device (name → its broadcaster) online with every reading it sends, one that the broadcaster sent, then
+    a later temperature (they step every packet: the readings follow the broadcasts) and its RSSI."""
+    for name, sensor in sensors.items():
+        bridge.wait_online(mqtt, name)
+        for measurement in MEASUREMENTS[sensor.options["format"]]:
+            wait_value(mqtt, bridge, name, measurement, sensor)
+        first = wait_value(mqtt, bridge, name, "temperature", sensor)
+        wait_value(mqtt, bridge, name, "temperature", sensor, since=mqtt.messages.index(first), other_than=first.text)
+        mqtt.wait_for(bridge.topic(name, "rssi"), None, 10)
+
+
+def assert_retained(mosquitto, bridge: Bridge, sensors: dict) -> None:
+    """Retained, as a state channel's: a subscriber arriving now gets each reading (a value the broadcaster sent), the
+    RSSI and the availability."""
+    retained = retained_messages(mosquitto, f"{BASE}/#", f"{BASE}/test-sentinel")
+    for name, sensor in sensors.items():
+        for measurement in MEASUREMENTS[sensor.options["format"]]:
+            topic = bridge.topic(name, measurement)
+            assert topic in retained, f"{topic} is not retained"
+            assert any(same_number(retained[topic].decode(), v) for v in sent_values(sensor, measurement))
+        assert retained[bridge.topic(name, "availability")] == b"online"
+        assert bridge.topic(name, "rssi") in retained
+
+
 def assert_only_sent_values(mqtt, bridge: Bridge, name: str, broadcaster) -> None:
     """Every value published for the device is one the broadcaster sent (nothing invented, nothing mis-scaled), and
     a value is published when it changed, not again for a repeat."""
@@ -165,6 +190,12 @@ def assert_only_sent_values(mqtt, bridge: Bridge, name: str, broadcaster) -> Non
         assert stray == [], f"{name}/{measurement}: published {stray}, never sent (sent {values[-10:]})"
         repeats = [a for a, b in zip(published, published[1:]) if a == b]
         assert repeats == [], f"{name}/{measurement}: the same value published twice in a row: {repeats}"
+
+
+def assert_never_connected(mqtt, bridge: Bridge, sensors: dict) -> None:
+    """Passive devices are never connected: no connection event names one."""
+    connects = [m.text for m in mqtt.received(bridge.event) if m.json().get("device") in sensors]
+    assert connects == [], connects
 
 
 def advert_configs(mosquitto, component: str, address: str) -> dict[str, dict]:
@@ -232,7 +263,8 @@ def check_replay_not_published(bench, run_gattbridge, gattbridge_bin, mosquitto,
     replayed = sensor.wait_for("replayed", 5, since=sensor_mark)
     assert replayed["packet_id"] == old["packet_id"]
     # Once a packet sent after the replay is published, the replay has been on the air for several scans.
-    wait_value(mqtt, bridge, "cellar", "temperature", sensor, since=mark, after=max(p["n"] for p in sensor.broadcasts()))
+    last = max(p["n"] for p in sensor.broadcasts())
+    wait_value(mqtt, bridge, "cellar", "temperature", sensor, since=mark, after=last)
     stale = [m.text for m in mqtt.received(bridge.topic("cellar", "temperature"), mark)
              if same_number(m.text, replayed["measurements"]["temperature"])]
     assert stale == [], f"the replayed packet {old['n']} was published again"

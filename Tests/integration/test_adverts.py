@@ -23,9 +23,10 @@ import pytest
 from bench.broadcasts import GOVEE_COMPANY, GOVEE_NAME
 from bench.dbus_util import DBusError, unvariant_dict
 
-from adverts_helpers import (MEASUREMENTS, PREFIX, TIMEOUT, assert_only_sent_values, check_replay_not_published,
-                             check_wrong_bindkey, decode_cli, on_air, packet_on_air, passive, same_number,
-                             scan_with_duplicates, sent_values, start_adverts_bridge, wait_value, write_bindkey)
+from adverts_helpers import (MEASUREMENTS, PREFIX, TIMEOUT, advert_configs, assert_never_connected,
+                             assert_only_sent_values, assert_retained, check_replay_not_published, check_wrong_bindkey,
+                             decode_cli, on_air, packet_on_air, passive, scan_with_duplicates, start_adverts_bridge,
+                             wait_readings, wait_value, write_bindkey)
 from bridge_helpers import BASE, channel, device, retained_messages
 
 BTHOME, ENCRYPTED, PVVX, GOVEE, AUTO = (f"A4:C1:38:0B:70:0{i}" for i in range(1, 6))
@@ -118,30 +119,11 @@ def test_passive_devices_publish_their_broadcast_values(bench, run_gattbridge, g
     bridge = start_adverts_bridge(run_gattbridge, gattbridge_bin, tmp_path, mosquitto, [
         passive("balcony", BTHOME, "bthome"), passive("cellar", ENCRYPTED, "bthome", key),
         passive("bedroom", PVVX, "pvvx"), passive("kitchen", GOVEE, "govee")], homeassistant=True)
-    for name, sensor in sensors.items():
-        bridge.wait_online(mqtt, name)
-        for measurement in MEASUREMENTS[sensor.options["format"]]:
-            wait_value(mqtt, bridge, name, measurement, sensor)
-        # The readings follow the broadcasts: the temperature steps every packet.
-        first = wait_value(mqtt, bridge, name, "temperature", sensor)
-        wait_value(mqtt, bridge, name, "temperature", sensor, since=mqtt.messages.index(first), other_than=first.text)
-        mqtt.wait_for(bridge.topic(name, "rssi"), None, 10)
-
-    # Retained, as a state channel: a subscriber arriving now gets the values, the RSSI and the availability.
-    retained = retained_messages(mosquitto, f"{BASE}/#", f"{BASE}/test-sentinel")
-    for name, sensor in sensors.items():
-        for measurement in MEASUREMENTS[sensor.options["format"]]:
-            topic = bridge.topic(name, measurement)
-            assert topic in retained, f"{topic} is not retained"
-            assert any(same_number(retained[topic].decode(), v) for v in sent_values(sensor, measurement))
-        assert retained[bridge.topic(name, "availability")] == b"online"
-        assert bridge.topic(name, "rssi") in retained
+    wait_readings(mqtt, bridge, sensors)
+    assert_retained(mosquitto, bridge, sensors)
 
     # Home Assistant: one sensor per measurement, with its device class, unit and state class.
-    configs = retained_messages(mosquitto, f"{PREFIX}/#", f"{PREFIX}/test-sentinel")
-    node = "gattbridge_" + BTHOME.replace(":", "") + "_advert"   # the adverts feature's own discovery node
-    by_state = {json.loads(p).get("state_topic"): json.loads(p) for t, p in configs.items()
-                if t.startswith(f"{PREFIX}/sensor/{node}/")}
+    by_state = advert_configs(mosquitto, "sensor", BTHOME)
     temperature = by_state[bridge.topic("balcony", "temperature")]
     assert (temperature["device_class"], temperature["unit_of_measurement"], temperature["state_class"]) == \
         ("temperature", "°C", "measurement")
@@ -150,9 +132,7 @@ def test_passive_devices_publish_their_broadcast_values(bench, run_gattbridge, g
 
     for name, sensor in sensors.items():
         assert_only_sent_values(mqtt, bridge, name, sensor)
-    # Passive devices are never connected.
-    connects = [m.text for m in mqtt.received(bridge.event) if m.json().get("device") in sensors]
-    assert connects == [], connects
+    assert_never_connected(mqtt, bridge, sensors)
     bridge.assert_running()
 
 

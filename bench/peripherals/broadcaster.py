@@ -15,8 +15,9 @@ Only BlueZ's standard LEAdvertisingManager1 API is used, so it runs on a real bl
 
 Every `--interval` seconds (default 1) the next packet replaces the advertisement's data through PropertiesChanged on
 the LEAdvertisement1 object: the packet id (BTHome), measurement counter (pvvx), frame counter (MiBeacon), sequence
-number (Ruuvi) and the values step on (see `broadcasts.reading`); a beacon sends its same bytes again. BlueZoo copies the first advertisement of an adapter into each scanning central's Device1 at
-every scan tick, so one broadcaster needs one adapter (the bench gives every peripheral its own).
+number (Ruuvi) and the values step on (see `broadcasts.reading`); a beacon sends its same bytes again. BlueZoo
+copies the first advertisement of an adapter into each scanning central's Device1 at every scan tick, so one
+broadcaster needs one adapter (the bench gives every peripheral its own).
 
 Events: {"event":"broadcast","n":…,"service_data":{uuid: hex},"manufacturer_data":{id: hex},"measurements":{…},
 "units":{…},"identity":{…},"events":[…],"packet_id":…,"encrypted":…} for every packet (`identity`: a beacon's UUID,
