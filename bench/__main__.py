@@ -25,7 +25,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--peripheral", action="append", metavar="KIND[:ADDRESS]",
                    help="heart_rate, hm10, led (repeatable; default: all three at C0:FF:EE:00:00:01..03)")
     p.add_argument("--broadcaster", action="append", default=[], metavar="FORMAT[:ADDRESS]",
-                   help="a passive sensor broadcasting bthome, pvvx or govee readings (repeatable)")
+                   help="a passive sensor broadcasting bthome, pvvx, govee, xiaomi or ruuvi readings, or an "
+                        "ibeacon or eddystone beacon (repeatable)")
     p.add_argument("--rate", type=float, default=1.0, help="heart_rate notifications per second")
     p.add_argument("--env-file", type=Path, help="write DBUS_SYSTEM_BUS_ADDRESS=… here when ready")
     a = p.parse_args(argv)

@@ -795,7 +795,8 @@ class Bench:
 
     def broadcaster(self, format: str, address: Optional[str] = None, wait_ready: bool = True,
                     **options: Any) -> Peripheral:
-        """A passive sensor on its own adapter (bench/peripherals/broadcaster.py): format bthome | pvvx | govee;
+        """A passive sensor on its own adapter (bench/peripherals/broadcaster.py): format bthome | pvvx | govee |
+        xiaomi | ruuvi | ibeacon | eddystone;
         options bindkey_file=PATH, interval=S, event_hold=S, first_tick=N, name=…"""
         return self.peripheral("broadcaster", address, wait_ready, format=format, **options)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from test_adverts import TIMEOUT, passive, same_number, sent_values, start_adverts_bridge, wait_value
+from adverts_helpers import TIMEOUT, passive, same_number, sent_values, start_adverts_bridge, wait_value
 
 THERMOMETER = "A4:C1:38:0B:71:01"
 NAME = "balcony"

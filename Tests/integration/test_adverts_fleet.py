@@ -13,7 +13,7 @@ from __future__ import annotations
 import signal
 from collections import Counter
 
-from test_adverts import passive, same_number, sent_values, wait_value
+from adverts_helpers import passive, same_number, sent_values, wait_value
 from test_fleet import STRAP, Fleet, owner_of, strap_device, wait_single_owner
 
 BALCONY = "A4:C1:38:0B:72:01"

@@ -1,7 +1,8 @@
 """python -m bench.peripherals KIND --adapter hciN [options]
 
 KIND: heart_rate | hm10 | led | button | secure | generic (generic needs --config JSON-or-path) | broadcaster
-(a passive sensor: --format bthome|pvvx|govee --address ADDRESS_OF_ITS_ADAPTER [--bindkey-file PATH]).
+(a passive sensor: --format bthome|pvvx|govee|xiaomi|ruuvi|ibeacon|eddystone --address ADDRESS_OF_ITS_ADAPTER
+[--bindkey-file PATH]).
 Events go to stdout as JSON lines ({"event":"ready",…} once registered); commands are read from stdin
 (see bench.peripherals.gatt.PeripheralRunner).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from bench.broadcasts import FORMATS
 from bench.peripherals import KINDS
 from bench.peripherals.gatt import emit, full_uuid, run
 
@@ -53,9 +55,13 @@ def main(argv: list[str]) -> int:
     p.add_argument("--readvertise", type=float, default=0.0, metavar="S",
                    help="re-register the advertisement every S seconds while no central is connected (for "
                         "btvirt's emulated controllers; 0: never)")
-    p.add_argument("--format", default="bthome", help="broadcaster: bthome | pvvx | govee")
-    p.add_argument("--address", help="broadcaster: its adapter's address (BTHome encryption and pvvx records hold it)")
-    p.add_argument("--bindkey-file", help="broadcaster: encrypt (bthome) with the bindkey in this file (32 hex digits)")
+    p.add_argument("--format", default="bthome", choices=FORMATS,
+                   help="broadcaster: bthome | pvvx | govee | xiaomi (MiBeacon v5) | ruuvi (format 5) | ibeacon | "
+                        "eddystone (UID frame)")
+    p.add_argument("--address", help="broadcaster: its adapter's address (BTHome and MiBeacon encryption and the pvvx, "
+                                     "MiBeacon and Ruuvi records hold it)")
+    p.add_argument("--bindkey-file", help="broadcaster: encrypt (bthome, xiaomi) with the bindkey in this file "
+                                          "(32 hex digits)")
     p.add_argument("--interval", type=float, default=1.0, help="broadcaster: seconds between packets")
     p.add_argument("--event-hold", type=float, default=2.5,
                    help="broadcaster: seconds a button-event packet stays on the air")

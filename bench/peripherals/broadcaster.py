@@ -1,15 +1,27 @@
 """A passive sensor: no GATT service, only an advertisement (type "broadcast") whose service or manufacturer data
-carries its readings, as the BTHome, pvvx (Xiaomi LYWSD03MMC custom firmware) and Govee thermometers send them
-(bytes from bench/broadcasts.py). Only BlueZ's standard LEAdvertisingManager1 API is used, so it runs on a real
-bluetoothd too.
+carries its readings, as these devices send them (bytes from bench/broadcasts.py), `--format`:
+
+- `bthome`: a BTHome v2 thermometer (`--bindkey-file` encrypts it);
+- `pvvx`: a Xiaomi LYWSD03MMC on the pvvx custom firmware (service data 181A);
+- `govee`: a Govee H5075 (manufacturer data 0xEC88);
+- `xiaomi`: a LYWSD03MMC on its stock firmware, MiBeacon v5 (service data FE95: temperature, humidity, battery;
+  `--bindkey-file` encrypts it with AES-CCM as xiaomi-ble decrypts it);
+- `ruuvi`: a RuuviTag, data format 5 (manufacturer data 0x0499: temperature, humidity, pressure, battery voltage,
+  movement counter, acceleration);
+- `ibeacon`, `eddystone`: presence beacons (Apple manufacturer data 0x004C type 02 15; an Eddystone-UID frame in
+  service data FEAA) whose bytes never change.
+
+Only BlueZ's standard LEAdvertisingManager1 API is used, so it runs on a real bluetoothd too.
 
 Every `--interval` seconds (default 1) the next packet replaces the advertisement's data through PropertiesChanged on
-the LEAdvertisement1 object: the packet id (BTHome), measurement counter (pvvx) and the values step on (see
-`broadcasts.reading`). BlueZoo copies the first advertisement of an adapter into each scanning central's Device1 at
-every scan tick, so one broadcaster needs one adapter (the bench gives every peripheral its own).
+the LEAdvertisement1 object: the packet id (BTHome), measurement counter (pvvx), frame counter (MiBeacon), sequence
+number (Ruuvi) and the values step on (see `broadcasts.reading`); a beacon sends its same bytes again. BlueZoo
+copies the first advertisement of an adapter into each scanning central's Device1 at every scan tick, so one
+broadcaster needs one adapter (the bench gives every peripheral its own).
 
 Events: {"event":"broadcast","n":…,"service_data":{uuid: hex},"manufacturer_data":{id: hex},"measurements":{…},
-"events":[…],"packet_id":…,"encrypted":…} for every packet, plus the usual ready/stopped/done.
+"units":{…},"identity":{…},"events":[…],"packet_id":…,"encrypted":…} for every packet (`identity`: a beacon's UUID,
+major, minor or namespace, instance), plus the usual ready/stopped/done.
 Commands (stdin): {"cmd":"press","event":"press"} sends a packet with a BTHome button event at once and keeps it on
 the air for `--event-hold` seconds (a real button repeats its event packet so a scanner cannot miss it);
 {"cmd":"pause","on":true|false} stops/resumes the stepping (the last packet stays on the air);
@@ -32,10 +44,12 @@ import asyncio
 from pathlib import Path
 from typing import Optional
 
-from bench.broadcasts import GOVEE_NAME, Packet, Sensor
+from bench.broadcasts import (EDDYSTONE_NAME, GOVEE_NAME, IBEACON_NAME, RUUVI_NAME, XIAOMI_NAME, Packet,
+                              Sensor)
 from bench.peripherals.gatt import Advertisement, PeripheralRunner, emit
 
-DEFAULT_NAMES = {"bthome": "BTHome Thermometer", "pvvx": "ATC_1A2B3C", "govee": GOVEE_NAME}
+DEFAULT_NAMES = {"bthome": "BTHome Thermometer", "pvvx": "ATC_1A2B3C", "govee": GOVEE_NAME, "xiaomi": XIAOMI_NAME,
+                 "ruuvi": RUUVI_NAME, "ibeacon": IBEACON_NAME, "eddystone": EDDYSTONE_NAME}
 
 
 def read_bindkey(path: str) -> bytes:
@@ -102,8 +116,8 @@ def build(adapter: str, format: str = "bthome", address: Optional[str] = None, n
           bindkey_file: Optional[str] = None, interval: float = 1.0, event_hold: float = 2.5,
           first_tick: int = 0, connectable: bool = False, **_ignored) -> PeripheralRunner:
     if address is None:
-        raise ValueError("a broadcaster needs its adapter's address (--address): BTHome encryption and the pvvx "
-                         "record contain it")
+        raise ValueError("a broadcaster needs its adapter's address (--address): BTHome and MiBeacon encryption and "
+                         "the pvvx, MiBeacon and Ruuvi records contain it")
     bindkey = read_bindkey(bindkey_file) if bindkey_file else None
     sensor = Sensor(format, address, bindkey, first_tick)
     first = sensor.next()

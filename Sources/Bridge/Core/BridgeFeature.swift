@@ -49,7 +49,8 @@ public struct FeatureContext: Sendable {
     }
 
     /// Passive (docs/adverts.md): the adverts feature, which publishes a broadcaster's `availability` itself, says
-    /// so here, so the other features (the device list, the fleet's link) hear it as from a session.
+    /// so here, so the other features (the device list, the fleet's link) hear it as from a session; the availability
+    /// topic feature does not publish it again.
     public func setAvailability(_ device: String, online: Bool) {
         host.requests.yield(.availability(device: device, online: online))
     }

@@ -11,9 +11,11 @@ struct DeviceTopicFeature: BridgeFeature {
     /// QoS of change publishes (republishes after a reconnect always use 1).
     var qos = 1
 
-    /// `B/D/availability` (docs/mqtt.md): `online`/`offline`.
+    /// `B/D/availability` (docs/mqtt.md): `online`/`offline`. A passive device's is the adverts feature's to publish
+    /// (it says it through the core only so the device list and the fleet hear it): published here too, every change
+    /// went out twice. Its topic is still cleared here when it leaves the config.
     static let availability = DeviceTopicFeature(topic: { $0.availability($1) }, value: { event in
-        guard case .availability(let device, let online) = event else { return nil }
+        guard case .availability(let device, let online) = event, !device.isPassive else { return nil }
         return (device, online ? "online" : "offline")
     })
 

@@ -1,3 +1,4 @@
+import Adverts
 import Bluetooth
 import Codecs
 import Config
@@ -21,6 +22,21 @@ import Testing
             #expect(link.payloads("b/lamp/availability") == ["offline", "online", "online", ""])
             #expect(link.published.withLock { $0.allSatisfy(\.retain) })
             #expect(link.payloads("b/lamp/rssi").isEmpty)
+        }
+    }
+
+    /// A passive device's availability is the adverts feature's to publish; it reaches this feature only as the
+    /// core's event for the others. Said here too, every change was published twice. Its topic is cleared all the same.
+    @Test func aPassiveDevicesAvailabilityIsLeftToTheAdvertsFeature() async throws {
+        let thermo = DeviceConfig(name: "thermo", address: BluetoothAddress("A4:C1:38:1A:2B:3C")!, channels: [],
+                                  advert: .format(.bthome))
+        try await withFeature(DeviceTopicFeature.availability) { host, link in
+            host.emit(.configApplied(old: nil, new: testConfig(devices: [lamp, thermo])))
+            host.emit(.availability(thermo, online: true))
+            host.emit(.availability(lamp, online: true))
+            host.emit(.deviceRemoved(thermo, topics: BridgeTopics(base: "b")))
+            try await eventually("cleared") { link.payloads("b/thermo/availability") == [""] }
+            #expect(link.payloads("b/lamp/availability") == ["online"])
         }
     }
 
