@@ -13,7 +13,7 @@ struct PageTrimSchedule: Sendable {
     struct Timing: Sendable {
         var settle: Duration = .seconds(5)
         var fallback: Duration = .seconds(60)
-        var quiet: Duration = .seconds(30)
+        var quiet: Duration = .seconds(60)
         var spacing: Duration = .seconds(60)
     }
 
