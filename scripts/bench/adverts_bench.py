@@ -175,6 +175,7 @@ def main() -> int:
         count = 0
         for target in steps:
             mark = len(gb.stderr_lines)     # the trim after this step's changes comes after this line
+            started, heard_since = time.time(), world.mqtt.mark()
             adapters = []
             for i in range(count, target):
                 adapters.append(f"{world.bench.bluez.add_adapter(broadcaster_address(i))}={broadcaster_address(i)}")
@@ -184,8 +185,13 @@ def main() -> int:
             world.bench.processes.append(swarm)
             swarms.append(swarm)
             swarm.wait_for_line('"ready"', timeout=120)
+            ready = time.time()
             for i in range(count, target):
-                world.mqtt.wait_for(f"{BASE}/{name_of(i, a.saved)}/availability", "online", 60)
+                # Only this step's messages: scanning all of them (hundreds of thousands by the last step) took the
+                # bench up to 50 s, long past the daemon's changes.
+                world.mqtt.wait_for(f"{BASE}/{name_of(i, a.saved)}/availability", "online", 60, since=heard_since)
+            timeline = {"adapters_added": round(started - ready, 1), "swarm_ready": 0.0,
+                        "all_online_seen": round(time.time() - ready, 1)}
             count = target
             time.sleep(a.settle)
             if not gb.running:
@@ -206,6 +212,12 @@ def main() -> int:
             row = measure(world, gb, swarms, a.seconds, count, a.saved, base, phase="settled")
             row["rss_after_trim_s"] = round(time.time() - trim_time(line), 1)
             row["minor_faults_after_trim"] = faults_after_trim     # from the trim (or later) to `--after-trim` s after
+            # Seconds relative to the swarm's "ready": when the step's adapters were added, when the bench saw every
+            # broadcaster online, and the daemon's trims since the step began.
+            timeline["trims"] = [round(trim_time(x) - ready, 1) for x in gb.stderr_lines[mark:] if RETRIM in x]
+            adopted = [trim_time(x) - ready for x in gb.stderr_lines[mark:] if "tracking broadcaster" in x]
+            timeline["last_adopted"] = round(max(adopted), 1) if adopted else None
+            row["timeline"] = timeline
             row["trim"] = line.split(RETRIM + ": ", 1)[-1]
             result["steps"].append(row)
             print_row(row)
