@@ -1,6 +1,7 @@
 import Glibc
 
-/// Takes the code and read-only data that only the daemon's start-up touched out of its resident set, once.
+/// Takes the code and read-only data that only the daemon's start-up (or a later burst of one-time work) touched out
+/// of its resident set; the daemon's `PageTrimService` decides when.
 ///
 /// Argument parsing, config and YAML parsing, validation, FoundationEssentials, TLS and library initialisation run
 /// once, but every page of code and read-only data they touched stays mapped (file-backed, clean) for the life of the

@@ -1,3 +1,4 @@
+import Glibc
 import Testing
 @testable import Adverts
 
@@ -18,6 +19,28 @@ import Testing
         #expect(DecimalRounding.places(of: 0.35) == 1)
         #expect(DecimalRounding.places(of: 0.000001) == 6)
         #expect(DecimalRounding.places(of: 1) == 0)
+    }
+
+    /// The table lookup gives what the formula through libm (`log10`, then `pow` to correct it) gave, on every power
+    /// of ten in range and on factors between them; just below a power of ten, where `log10` rounds up to the integer,
+    /// it follows the scientific spelling (0.009999999999999998 is 9.999999999999998e-03: 3 places).
+    @Test func placesAgreeWithTheLogarithm() {
+        func viaLog(_ factor: Double) -> Int {
+            var exponent = Int(log10(factor).rounded(.down))
+            if pow(10.0, Double(exponent + 1)) <= factor { exponent += 1 }
+            return -exponent
+        }
+        var factors: [Double] = [0.35, 0.005, 0.0625, 0.25, 2.5, 0.1 * 3, 0.00980665, 1.0 / 256, 1.0 / 400, 7, 1234]
+        for n in -22...22 {
+            let power = pow(10.0, Double(n))
+            factors += [power, power.nextUp, power * 3, power * 9.99]
+            if n > -22 { #expect(DecimalRounding.places(of: power.nextDown) == 1 - n, "below 1e\(n)") }
+        }
+        for factor in factors where factor >= 1e-22 && factor < 1e23 {
+            #expect(DecimalRounding.places(of: factor) == viaLog(factor), "factor \(factor)")
+        }
+        #expect(DecimalRounding.round(1234.5, places: -1) == 1230)
+        #expect(DecimalRounding.round(1250, places: -2) == 1200)
     }
 
     @Test func scaledKeepsIntegersWhole() {

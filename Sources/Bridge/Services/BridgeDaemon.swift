@@ -58,7 +58,14 @@ public struct BridgeDaemon: Sendable {
             throw StartupError.mqtt(error.description)
         }
         let (statusFeed, statusTrigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        let statusChanged: @Sendable () -> Void = { statusTrigger.yield() }
+        // What changes the STATUS= line (devices coming and going, the device list, the broker connection) is also
+        // one-time work the page trim waits to settle; a bounded buffer, as nobody reads it with GATTBRIDGE_NO_TRIM=1.
+        let (trimFeed, trimTrigger) = AsyncStream.makeStream(of: PageTrimSchedule.Event.self,
+                                                             bufferingPolicy: .bufferingNewest(16))
+        let statusChanged: @Sendable () -> Void = {
+            statusTrigger.yield()
+            trimTrigger.yield(.changed)
+        }
         let discovery = DiscoveryCoordinator(bluez: bluez, logger: logger)
         let agentReadiness = AgentReadiness()
         let features: [any BridgeFeature] = [
@@ -76,9 +83,8 @@ public struct BridgeDaemon: Sendable {
         ]
         let core = BridgeCore(config: config, bluez: bluez, link: link, discovery: discovery, features: features,
                               logger: logger, agentReadiness: agentReadiness, statusChanged: statusChanged)
-        let (settled, settledTrigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let status = StatusReporter(notifier: notifier, core: core, mqtt: link, bluez: bluez,
-                                    allOnline: { settledTrigger.yield() })
+                                    allOnline: { trimTrigger.yield(.allOnline) })
         let (notifier, logger, configPath, devices, version) = (notifier, logger, configPath, config.devices.count, version)
         let mqtt = MQTTService(link: link, core: core, logger: logger, statusChanged: statusChanged, started: {
             notifier.ready()
@@ -88,7 +94,8 @@ public struct BridgeDaemon: Sendable {
         // are still there, then the broker gets `offline` (MQTT), then BlueZ and discovery close.
         var services: [any Service] = [
             discovery,
-            BlueZEventsService(bluez: bluez, core: core, statusChanged: statusChanged),
+            BlueZEventsService(bluez: bluez, core: core, statusChanged: statusChanged,
+                               adaptersChanged: { trimTrigger.yield(.changed) }),
             mqtt,
             CoreService(core: core),
             StatusService(reporter: status, triggers: statusFeed),
@@ -106,8 +113,8 @@ public struct BridgeDaemon: Sendable {
                 service: $0, successTerminationBehavior: .gracefullyShutdownGroup,
                 failureTerminationBehavior: .gracefullyShutdownGroup)
         }
-        // Its job is done after one trim; that must not end the group.
-        configurations.insert(.init(service: StartupTrimService(allOnline: settled, logger: logger),
+        // It returns at once with GATTBRIDGE_NO_TRIM=1; that must not end the group.
+        configurations.insert(.init(service: PageTrimService(events: trimFeed, logger: logger),
                                     successTerminationBehavior: .ignore, failureTerminationBehavior: .gracefullyShutdownGroup),
                               at: configurations.count - 1)
         var configuration = ServiceGroupConfiguration(

@@ -9,7 +9,7 @@ actor StatusReporter {
     private let core: BridgeCore
     private let mqtt: MQTTLink
     private let bluez: BlueZClient
-    /// Told every time the snapshot finds every configured device online (the start-up trim waits for the first).
+    /// Told every time the snapshot finds every configured device online (the start-up page trim waits for the first).
     private let allOnline: @Sendable () -> Void
     private var reloadFailure: String?
     private var last: String?
