@@ -42,7 +42,9 @@ final class FeatureBacklog: Sendable {
     }
 
     /// Returns once less than `limit` bytes wait in the features (at once when so already), or the bridge stops.
+    /// The pump asks after every message: the common case is one lock and no continuation.
     func belowLimit() async {
+        guard state.withLock({ $0.bytes >= limit && !$0.closed }) else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let waiting = state.withLock { state in
                 guard state.bytes >= limit, !state.closed else { return false }
