@@ -3,7 +3,8 @@ import Codecs
 
 /// iBeacon (Apple manufacturer data, type 0x02 0x15) and Eddystone (service data 0xFEAA: UID, URL and TLM frames):
 /// presence beacons. Their identity is reported (`.identity` values, not readings) and, for Eddystone TLM, the
-/// battery voltage and temperature it carries.
+/// battery voltage and temperature it carries. A TLM frame from a beacon without those sensors (both "not supported")
+/// decodes to an empty result, not an error: it is still the beacon being heard, which is what presence is.
 public enum BeaconDecoder {
     public static let apple: UInt16 = 0x004C
     public static let eddystoneUUID: UInt16 = 0xFEAA

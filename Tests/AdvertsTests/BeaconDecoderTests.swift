@@ -24,6 +24,13 @@ import Testing
             == ["voltage": .integer(3000), "temperature": .number(23.5)])
     }
 
+    /// Voltage 0 and temperature 0x8000 are the frame's "not supported": no reading, but still the beacon heard.
+    @Test func eddystoneTLMWithoutSensors() throws {
+        let result = try BeaconDecoder.decodeEddystone(serviceData(0xFEAA, "20000000800000000001000000ff"))
+        #expect(result.format == .eddystone && result.isEmpty)
+        #expect(try AdvertDecoder.decode(serviceData(0xFEAA, "20000000800000000001000000ff")).format == .eddystone)
+    }
+
     @Test func badEddystoneFrames() {
         for hex in ["", "00e800", "10eb0f41", "10eb00ff", "2001", "30"] {
             #expect(throws: AdvertError.self) { try BeaconDecoder.decodeEddystone(serviceData(0xFEAA, hex)) }

@@ -4,7 +4,7 @@ import Bluetooth
 import FuzzSupport
 
 /// iBeacon (Apple manufacturer data) and Eddystone (service data 0xFEAA) from the same bytes, and the dispatcher
-/// over every format with all of them present at once. Oracle: a beacon always has an identity or TLM reading; the
+/// over every format with all of them present at once. Oracle: an iBeacon always has its UUID; the
 /// dispatcher's answer is one of the single formats' answers.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzBeacons(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {

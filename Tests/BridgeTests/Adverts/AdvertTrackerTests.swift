@@ -273,6 +273,20 @@ import Testing
         #expect(back.measurements == ["presence": "home"] && back.availability == [true])
     }
 
+    /// A beacon without sensors sends TLM frames that read nothing; hearing them is still presence.
+    @Test func anEddystoneTLMWithoutSensorsKeepsTheBeaconHome() throws {
+        let beacon = F.passive("tag", format: .format(.eddystone))
+        var tracker = F.tracker([beacon], settings: F.settings(timeout: .seconds(60)))
+        let tlm = try Hex.decode("20000000800000000001000000ff")
+        let heard = HeardBroadcast(address: F.thermo, adapter: "/org/bluez/hci0", rssi: -70, name: nil,
+                                   broadcast: Broadcast(address: F.thermo, serviceData: [
+                                       .init(uuid: BluetoothUUID(UInt16(0xFEAA)), bytes: tlm)]))
+        let out = tracker.heard(heard, now: t0)
+        #expect(out.measurements == ["presence": "home"] && out.availability == [true])
+        #expect(tracker.heard(heard, now: t0 + .seconds(50)).measurements.isEmpty)
+        #expect(tracker.expire(now: t0 + .seconds(100)).measurements.isEmpty, "heard 50 s ago: still home")
+    }
+
     @Test func disabledHearsNothing() {
         var settings = F.settings(auto: [.bthome])
         settings.enabled = false
