@@ -102,18 +102,19 @@ struct ObjectMirror: Sendable {
 
     mutating func propertiesChanged(path: String, interface: String, changed: [String: DBusValue],
                                     invalidated: [String]) -> [BlueZEvent] {
-        guard var properties = objects[path]?[interface] else { return [] }
+        guard objects[path]?[interface] != nil else { return [] }
+        // Changed in place: a copy taken out and stored back would copy the whole dictionary on every change (a
+        // broadcaster's RSSI and service data change about once a second).
         var names = Set<String>()
         for (name, value) in changed where !Self.isVolatile(interface, name) {
-            properties[name] = value
+            objects[path]![interface]![name] = value
             names.insert(name)
         }
         for name in invalidated where !Self.isVolatile(interface, name) {
-            properties[name] = nil
+            objects[path]![interface]![name] = nil
             names.insert(name)
         }
-        guard !names.isEmpty else { return [] }
-        objects[path]![interface] = properties
+        guard !names.isEmpty, let properties = objects[path]?[interface] else { return [] }
         switch interface {
         case BlueZNames.adapter:
             return [.adapterChanged(AdapterInfo(path: path, properties: properties), changed: names)]

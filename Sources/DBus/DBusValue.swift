@@ -7,7 +7,10 @@ public enum DBusValue: Sendable, Hashable {
     case unixFD(Int32)
     /// An fd received: owned by the `ReceivedFD`, to be `take()`n by the one who uses it.
     case receivedFD(ReceivedFD)
-    /// Element signature, elements (every element must have that signature).
+    /// `ay`, kept as bytes: as `.array("y", …)` every byte would be a whole `DBusValue` (48 bytes), and byte arrays
+    /// are what the daemon receives most (every notification's `Value`, every broadcast's service data).
+    case byteArray([UInt8])
+    /// Element signature, elements (every element must have that signature). The decoder gives `ay` as `.byteArray`.
     case array(String, [DBusValue])
     /// `a{..}`: key and value signatures, entries in wire order.
     case dictionary(key: String, value: String, [DBusDictEntry])
@@ -29,6 +32,7 @@ public enum DBusValue: Sendable, Hashable {
         case .objectPath: "o"
         case .signature: "g"
         case .unixFD, .receivedFD: "h"
+        case .byteArray: "ay"
         case .array(let element, _): "a" + element
         case .dictionary(let key, let value, _): "a{" + key + value + "}"
         case .structure(let fields): "(" + fields.map(\.signature).joined() + ")"
@@ -38,7 +42,7 @@ public enum DBusValue: Sendable, Hashable {
 
     /// `ay`
     public static func bytes(_ bytes: [UInt8]) -> DBusValue {
-        .array("y", bytes.map { .byte($0) })
+        .byteArray(bytes)
     }
 
     /// `a{sv}`; keys are sorted so that equal dictionaries marshal identically.
@@ -84,6 +88,7 @@ public enum DBusValue: Sendable, Hashable {
 
     /// `ay`, through variants.
     public var bytes: [UInt8]? {
+        if case .byteArray(let bytes) = unwrapped { return bytes }
         guard case .array("y", let elements) = unwrapped else { return nil }
         var result = [UInt8]()
         result.reserveCapacity(elements.count)
@@ -96,8 +101,11 @@ public enum DBusValue: Sendable, Hashable {
 
     /// The elements of an array, through variants.
     public var array: [DBusValue]? {
-        if case .array(_, let elements) = unwrapped { return elements }
-        return nil
+        switch unwrapped {
+        case .array(_, let elements): return elements
+        case .byteArray(let bytes): return bytes.map { .byte($0) }
+        default: return nil
+        }
     }
 
     /// `a{sv}` / `a{s*}`, through variants; one variant layer is stripped from each value.

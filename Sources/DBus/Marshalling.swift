@@ -37,6 +37,8 @@ enum Marshalling {
             guard dbus_signature_validate(sig, nil) != 0 else { throw .invalidArgs("Invalid signature '\(sig)'") }
         case .string(let s):
             guard !s.utf8.contains(0) else { throw .invalidArgs("String contains NUL") }
+        case .byteArray:
+            return
         case .array(let element, let elements):
             guard dbus_signature_validate_single(element, nil) != 0, !element.hasPrefix("{") else {
                 throw .invalidArgs("Invalid array element signature '\(element)'")
@@ -97,6 +99,13 @@ enum Marshalling {
         case .string(let s): return appendString(s, TypeCode.string, &iter)
         case .objectPath(let s): return appendString(s, TypeCode.objectPath, &iter)
         case .signature(let s): return appendString(s, TypeCode.signature, &iter)
+        case .byteArray(let bytes):
+            return withContainer(TypeCode.array, "y", &iter) { sub in
+                bytes.withUnsafeBufferPointer { buffer in
+                    var base = buffer.baseAddress ?? UnsafePointer(bitPattern: 1)
+                    return dbus_message_iter_append_fixed_array(&sub, TypeCode.byte, &base, Int32(buffer.count)) != 0
+                }
+            }
         case .array(let element, let elements):
             return withContainer(TypeCode.array, element, &iter) { sub in
                 if element == "y" {
@@ -245,8 +254,8 @@ enum Marshalling {
             var base: UnsafePointer<UInt8>? = nil
             var count: Int32 = 0
             dbus_message_iter_get_fixed_array(&sub, &base, &count)
-            guard let base, count > 0 else { return .array("y", []) }
-            return .array("y", UnsafeBufferPointer(start: base, count: Int(count)).map { .byte($0) })
+            guard let base, count > 0 else { return .byteArray([]) }
+            return .byteArray(Array(UnsafeBufferPointer(start: base, count: Int(count))))
         }
         // The array's own signature names the element type even when the array is empty.
         let full: String

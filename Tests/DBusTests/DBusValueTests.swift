@@ -22,6 +22,14 @@ import Testing
         #expect(DBusValue.variant(.array("s", [.string("a")])).array == [.string("a")])
     }
 
+    /// `ay` is kept as bytes; an array of `.byte` values built by hand reads the same.
+    @Test func byteArraysAreBytes() {
+        #expect(DBusValue.bytes([1, 2]) == .byteArray([1, 2]))
+        #expect(DBusValue.array("y", [.byte(1), .byte(2)]).bytes == [1, 2])
+        #expect(DBusValue.byteArray([1, 2]).array == [.byte(1), .byte(2)])
+        #expect(DBusValue.byteArray([]).signature == "ay")
+    }
+
     @Test func stringDictSortsKeysAndStripsOneVariantLayer() {
         let dict = DBusValue.stringDict(["b": .int32(2), "a": .variant(.int32(1))])
         guard case .dictionary("s", "v", let entries) = dict else {
