@@ -262,7 +262,7 @@ final class LoopKernel: @unchecked Sendable {
                 let interest = source.interest()
                 sourceDeadlines.append(interest.deadline)
                 sourceRevents.append(0)
-                earliest = min(earliest, interest.deadline)
+                earliest = min(earliest, interest.wakeBy)
                 if interest.fd >= 0 {
                     fds.append(pollfd(fd: interest.fd, events: interest.events, revents: 0))
                     owners.append(.source(index))

@@ -6,13 +6,18 @@ public struct PollInterest: Sendable {
     public var fd: Int32
     /// `POLLIN` / `POLLOUT`.
     public var events: Int16
-    /// CLOCK_MONOTONIC nanoseconds at which the source is served even if its descriptor is not ready.
+    /// CLOCK_MONOTONIC nanoseconds from which the source is served on the loop's next turn even if its descriptor
+    /// is not ready.
     public var deadline: Int64
+    /// When the loop's `poll` must return at the latest for this source: `deadline`, or later when a turn the loop
+    /// makes anyway (for another descriptor) may serve the deadline.
+    public var wakeBy: Int64
 
-    public init(fd: Int32, events: Int16, deadline: Int64) {
+    public init(fd: Int32, events: Int16, deadline: Int64, wakeBy: Int64? = nil) {
         self.fd = fd
         self.events = events
         self.deadline = deadline
+        self.wakeBy = max(wakeBy ?? deadline, deadline)
     }
 }
 

@@ -10,6 +10,10 @@ final class LinkTurnState: @unchecked Sendable {
     var failures = 0
     var nextAttempt: Int64 = 0
     var stopDeadline: Int64?
+    /// Hosted: when the broker's socket was last read, and until when its input is left to gather (see
+    /// `MQTTClient.linkInterest`); 0 when it is polled for input.
+    var lastRead: Int64 = 0
+    var gatherUntil: Int64 = 0
     /// Hosted: a connect call (DNS, TCP probe, blocking connect) runs on a helper thread, which alone may touch
     /// the handle meanwhile.
     var connecting = false

@@ -54,7 +54,7 @@ extension MQTTClient {
         while true {
             let interest = linkInterest()
             let before = MonotonicClock.nanoseconds
-            let timeout = Int32(clamping: min(max((interest.deadline - before + 999_999) / 1_000_000, 0), 1000))
+            let timeout = Int32(clamping: min(max((interest.wakeBy - before + 999_999) / 1_000_000, 0), 1000))
             var fds = [pollfd(fd: interest.fd, events: interest.events, revents: 0),
                        pollfd(fd: wake.fileDescriptor, events: Int16(POLLIN), revents: 0)]
             let ready = poll(&fds, 2, timeout)
@@ -88,6 +88,13 @@ extension MQTTClient {
         }
         let (socket, wantsWrite) = handle.pollState
         guard socket >= 0 else { return MQTTPollInterest(fd: -1, events: 0, deadline: now) }
+        if state.gatherUntil != 0, !stopping {
+            // Hosted, traffic flowing: input gathers until `gatherUntil` and is read on the first turn the host makes
+            // after it (at 1 kHz the next notification's), or `gathering` later at the latest, instead of a turn of
+            // its own per PUBACK. Output is still written as soon as the socket takes it.
+            return MQTTPollInterest(fd: socket, events: wantsWrite ? Int16(POLLOUT) : 0, deadline: state.gatherUntil,
+                                    wakeBy: state.gatherUntil + Self.gathering)
+        }
         // Always read, even with the consumer behind: a flood beyond the inbox bound is dropped and counted as it
         // arrives (`InboxGauge`), and the acknowledgements and PINGRESP behind it still reach us.
         var events = Int16(POLLIN)
@@ -153,6 +160,7 @@ extension MQTTClient {
         if rc != MOSQ_SUCCESS || handle.socket < 0 {
             // Not every failure goes through on_disconnect (a failed TLS handshake does not).
             state.socketOpen = false
+            state.gatherUntil = 0
             session.withLock { $0.ready = false }
             state.failures += 1
             state.nextAttempt = MonotonicClock.nanoseconds + backoff(failures: state.failures)
@@ -197,18 +205,34 @@ extension MQTTClient {
     /// Reads, writes and runs the keepalive after a poll that found `revents` on the broker's socket.
     private func service(revents: Int16) -> Int32 {
         networkThread.assertOnOwner("MQTT socket service")
-        if revents & Int16(POLLIN | POLLERR | POLLHUP | POLLNVAL) != 0 {
-            // libmosquitto reads one packet per call when nothing of ours waits for an acknowledgement. The client's
-            // own thread reads on while more is there (up to a batch), or a flood of small publishes would be taken
-            // at one packet per wake-up. A host does not: its next poll returns at once while input is left, and
-            // asking first was one more system call per PUBACK. (TLS records already decrypted are drained within
-            // the read call, so nothing waits unseen behind a poll.)
+        let state = turns
+        var reading = revents & Int16(POLLIN | POLLERR | POLLHUP | POLLNVAL) != 0
+        // The client's own thread reads on while more is there (up to a batch), or a flood of small publishes would be
+        // taken at one packet per wake-up: libmosquitto reads one packet per call when nothing of ours waits for an
+        // acknowledgement. A host's turn reads once: its next poll returns at once while input is left, and asking
+        // first was one more system call per PUBACK; but after a gathering it reads the batch that came meanwhile.
+        // (TLS records already decrypted are drained within the read call, so nothing waits unseen behind a poll.)
+        var batched = !state.hosted
+        let now = MonotonicClock.nanoseconds
+        let gathered = state.gatherUntil != 0 && now >= state.gatherUntil
+        if gathered {
+            state.gatherUntil = 0
+            batched = true
+            reading = reading || Self.readable(handle.socket)
+        }
+        if reading {
             var batch = 0
             repeat {
                 let rc = handle.read()
                 if rc != MOSQ_SUCCESS || handle.socket < 0 { return rc }
                 batch += 1
-            } while !turns.hosted && batch < Self.readBatch && Self.readable(handle.socket)
+            } while batched && batch < Self.readBatch && Self.readable(handle.socket)
+            if state.hosted {
+                // Input again within `gathering` of the last (or during a gathering): traffic flows, let the next
+                // gather. Below 200 reads a second every packet is read as it comes, as before.
+                if gathered || now - state.lastRead < Self.gathering { state.gatherUntil = now + Self.gathering }
+                state.lastRead = now
+            }
         }
         if revents & Int16(POLLOUT) != 0, configuration.tls != nil {
             // A TLS handshake that wanted to write only advances through a read call (as in `mosquitto_loop`).
@@ -235,6 +259,10 @@ extension MQTTClient {
     /// The shortest interval between two polls of the broker's socket while traffic flows, on the client's own
     /// thread (5 ms).
     static var coalescing: Int64 { 5_000_000 }
+
+    /// Hosted, while traffic flows: how long the broker's input gathers before it is read (on the host's next turn
+    /// after that), and how much longer at most the host may sleep before that read (5 ms each).
+    static var gathering: Int64 { 5_000_000 }
 
     /// reconnectDelay × 2^(failures − 1), capped at reconnectDelayMax.
     func backoff(failures: Int) -> Int64 {

@@ -17,6 +17,17 @@ public struct MQTTPollInterest: Sendable {
     public var fd: Int32
     /// `POLLIN` / `POLLOUT`.
     public var events: Int16
-    /// CLOCK_MONOTONIC nanoseconds at which `serve` runs even if the descriptor is not ready.
+    /// CLOCK_MONOTONIC nanoseconds from which `serve` runs on the host's next turn even if the descriptor is not
+    /// ready.
     public var deadline: Int64
+    /// When the host's `poll` must return at the latest (for this source): `deadline`, or later when a turn the host
+    /// makes anyway may serve the deadline (while traffic flows, reads are gathered without a wake-up of their own).
+    public var wakeBy: Int64
+
+    public init(fd: Int32, events: Int16, deadline: Int64, wakeBy: Int64? = nil) {
+        self.fd = fd
+        self.events = events
+        self.deadline = deadline
+        self.wakeBy = max(wakeBy ?? deadline, deadline)
+    }
 }

@@ -12,7 +12,7 @@ private struct LoopHost: MQTTLoopHost {
     func attach(interest: @escaping @Sendable () -> MQTTPollInterest, serve: @escaping @Sendable (Int16) -> Bool) {
         loop.addSource(interest: {
             let wanted = interest()
-            return PollInterest(fd: wanted.fd, events: wanted.events, deadline: wanted.deadline)
+            return PollInterest(fd: wanted.fd, events: wanted.events, deadline: wanted.deadline, wakeBy: wanted.wakeBy)
         }, serve: serve)
     }
 
