@@ -8,9 +8,24 @@ struct ObjectMirror: Sendable {
 
     private(set) var objects: [String: Interfaces] = [:]
 
-    /// Properties never stored: a characteristic's Value changes on every notification and is routed to subscriptions instead.
-    static func isVolatile(_ interface: String, _ property: String) -> Bool {
-        property == "Value" && (interface == BlueZNames.gattCharacteristic || interface == BlueZNames.gattDescriptor)
+    /// The properties the typed views (`AdapterInfo`, `DeviceInfo`, the GATT infos) read, per interface; only
+    /// these are stored. BlueZ sends twenty-odd properties per device and adapter (Modalias, Class, Icon, Roles,
+    /// ExperimentalFeatures, …) and a dozen interfaces per adapter; kept as `[String: DBusValue]` they were most
+    /// of the 6 KB the mirror held per broadcaster (docs/dev/MEMORY.md). Other interfaces are kept as present,
+    /// with no properties. A characteristic's Value is not stored either: it changes on every notification and is
+    /// routed to subscriptions instead.
+    static let storedProperties: [String: Set<String>] = [
+        BlueZNames.adapter: ["Address", "Alias", "Discovering", "Powered"],
+        BlueZNames.device: ["Adapter", "Address", "AddressType", "Alias", "Bonded", "Connected", "ManufacturerData",
+                            "Name", "Paired", "RSSI", "ServiceData", "ServicesResolved", "Trusted", "TxPower", "UUIDs"],
+        BlueZNames.gattService: ["Device", "Primary", "UUID"],
+        BlueZNames.gattCharacteristic: ["Flags", "MTU", "NotifyAcquired", "Notifying", "Service", "UUID",
+                                        "WriteAcquired"],
+        BlueZNames.gattDescriptor: ["Characteristic", "Flags", "UUID"],
+    ]
+
+    static func isStored(_ interface: String, _ property: String) -> Bool {
+        storedProperties[interface]?.contains(property) ?? false
     }
 
     /// Replaces everything with a GetManagedObjects snapshot.
@@ -37,7 +52,7 @@ struct ObjectMirror: Sendable {
         let previous = objects[path] ?? [:]
         var stored = previous
         for (interface, properties) in interfaces {
-            stored[interface] = properties.filter { !Self.isVolatile(interface, $0.key) }
+            stored[interface] = properties.filter { Self.isStored(interface, $0.key) }
         }
         objects[path] = stored
         var events: [BlueZEvent] = []
@@ -106,11 +121,11 @@ struct ObjectMirror: Sendable {
         // Changed in place: a copy taken out and stored back would copy the whole dictionary on every change (a
         // broadcaster's RSSI and service data change about once a second).
         var names = Set<String>()
-        for (name, value) in changed where !Self.isVolatile(interface, name) {
+        for (name, value) in changed where Self.isStored(interface, name) {
             objects[path]![interface]![name] = value
             names.insert(name)
         }
-        for name in invalidated where !Self.isVolatile(interface, name) {
+        for name in invalidated where Self.isStored(interface, name) {
             objects[path]![interface]![name] = nil
             names.insert(name)
         }

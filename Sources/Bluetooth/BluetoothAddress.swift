@@ -7,14 +7,22 @@ public struct BluetoothAddress: Hashable, Sendable, CustomStringConvertible, Com
     public let rawValue: UInt64
 
     /// Parses "aa:bb:cc:dd:ee:ff" (either case). Exactly six two-digit hex groups separated by colons.
+    ///
+    /// Reads the UTF-8 bytes: every device change BlueZ signals is parsed here, and String's `split` would run
+    /// grapheme breaking and the standard library's Unicode tables for what is ASCII (docs/dev/MEMORY.md).
     public init?(_ string: String) {
-        let groups = string.split(separator: ":", omittingEmptySubsequences: false)
-        guard groups.count == 6 else { return nil }
         var value: UInt64 = 0
-        for group in groups {
-            guard group.utf8.count == 2, group.utf8.allSatisfy(\.isHexDigitASCII), let byte = UInt8(group, radix: 16) else { return nil }
-            value = value << 8 | UInt64(byte)
+        var count = 0
+        for char in string.utf8 {
+            defer { count += 1 }
+            if count % 3 == 2 {
+                guard char == UInt8(ascii: ":") else { return nil }
+            } else {
+                guard count < 17, let nibble = char.hexDigitValue else { return nil }
+                value = value << 4 | UInt64(nibble)
+            }
         }
+        guard count == 17 else { return nil }
         rawValue = value
     }
 
@@ -43,9 +51,10 @@ public struct BluetoothAddress: Hashable, Sendable, CustomStringConvertible, Com
     }
 
     static func hexByte(_ byte: UInt8) -> String {
-        let digits = Array("0123456789ABCDEF")
-        return String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
+        String(decoding: [hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]], as: UTF8.self)
     }
+
+    private static let hexDigits = Array("0123456789ABCDEF".utf8)
 }
 
 extension UInt8 {
@@ -54,5 +63,15 @@ extension UInt8 {
         (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
             || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self)
             || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(self)
+    }
+
+    /// The value of a hex digit (either case); nil for anything else, a sign included.
+    var hexDigitValue: UInt8? {
+        switch self {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): self - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): self - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): self - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 }

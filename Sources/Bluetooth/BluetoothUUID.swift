@@ -30,35 +30,33 @@ public struct BluetoothUUID: Hashable, Sendable, CustomStringConvertible, Compar
     }
 
     /// Parses "2a37", "0x2A37", "0000180d" (32-bit), or a full 128-bit UUID with or without dashes; case-insensitive.
+    ///
+    /// Reads the UTF-8 bytes: BlueZ's service-data keys are parsed on every broadcast, and String's character
+    /// operations would run grapheme breaking and the standard library's Unicode tables for what is ASCII.
     public init?(_ string: String) {
-        var text = Substring(string)
-        if text.hasPrefix("0x") || text.hasPrefix("0X") { text = text.dropFirst(2) }
-        let digits: Substring
-        if text.utf8.count == 36 {
+        var text = Array(string.utf8)[...]
+        if text.count >= 2, text[text.startIndex] == UInt8(ascii: "0"), text[text.startIndex + 1] | 0x20 == UInt8(ascii: "x") {
+            text = text.dropFirst(2)
+        }
+        if text.count == 36 {
             // Dashes only at the canonical 8-4-4-4-12 positions.
-            let chars = Array(text.utf8)
-            for (index, char) in chars.enumerated() {
+            for (index, char) in text.enumerated() {
                 let isDashPosition = index == 8 || index == 13 || index == 18 || index == 23
                 if isDashPosition != (char == UInt8(ascii: "-")) { return nil }
             }
-            digits = Substring(text.filter { $0 != "-" })
-        } else {
-            digits = text
+            text = text.filter { $0 != UInt8(ascii: "-") }[...]
         }
-        guard digits.utf8.allSatisfy(\.isHexDigitASCII) else { return nil }
-        switch digits.utf8.count {
-        case 4:
-            guard let value = UInt16(digits, radix: 16) else { return nil }
-            self.init(value)
-        case 8:
-            guard let value = UInt32(digits, radix: 16) else { return nil }
-            self.init(value)
-        case 32:
-            guard let high = UInt64(digits.prefix(16), radix: 16),
-                  let low = UInt64(digits.suffix(16), radix: 16) else { return nil }
-            self.init(high: high, low: low)
-        default:
-            return nil
+        guard text.count == 4 || text.count == 8 || text.count == 32 else { return nil }
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        for (index, char) in text.enumerated() {
+            guard let nibble = char.hexDigitValue else { return nil }
+            if index < 16 { high = high << 4 | UInt64(nibble) } else { low = low << 4 | UInt64(nibble) }
+        }
+        switch text.count {
+        case 4: self.init(UInt16(high))
+        case 8: self.init(UInt32(high))
+        default: self.init(high: high, low: low)
         }
     }
 

@@ -26,13 +26,22 @@ public enum StartupPageTrim {
         public let path: String
     }
 
-    /// What one trim did: the mappings advised, the RSS before and after (KiB), and how many calls failed.
+    /// What a trim is about to do: the mappings it will advise and the RSS before (KiB). Told to the caller before
+    /// any page is dropped, so that reporting it (formatting, logging) runs before the trim, not after: whatever code
+    /// runs after the trim is faulted back and stays resident, and reading `/proc` and formatting a log line after it
+    /// kept about 2 MB of code mapped that the steady state never runs (docs/dev/MEMORY.md).
+    public struct Plan: Sendable {
+        public let mappings: [Mapping]
+        public let rssBeforeKiB: Int
+        /// The candidates' resident pages: what `MADV_DONTNEED` takes out of the resident set.
+        public var releasableKiB: Int { mappings.reduce(0) { $0 + $1.residentKiB } }
+        public var rssAfterKiB: Int { max(0, rssBeforeKiB - releasableKiB) }
+    }
+
+    /// What one trim did: the mappings advised and how many calls failed.
     public struct Outcome: Sendable {
         public let mappings: Int
         public let failed: Int
-        public let rssBeforeKiB: Int
-        public let rssAfterKiB: Int
-        public var releasedKiB: Int { max(0, rssBeforeKiB - rssAfterKiB) }
     }
 
     /// `GATTBRIDGE_NO_TRIM=1` turns the trim off (to compare, or if a kernel ever misbehaves with it).
@@ -78,24 +87,35 @@ public enum StartupPageTrim {
         return result
     }
 
-    /// Reads `/proc/self/smaps` and drops the candidates; nil when the file cannot be read (no /proc).
+    /// Reads `/proc/self/smaps`, tells `announce` what it will drop, and drops the candidates; nil when the file
+    /// cannot be read (no /proc). Nothing after the `madvise` calls reads, formats or frees a String (see `Plan`):
+    /// `prepare` returns only the address ranges, and everything else it made is gone when it returns.
     /// Never inlined: scripts/release/symbol_order.py splits its profile where this function begins.
     @inline(never)
-    public static func run() -> Outcome? {
-        guard let smaps = read("/proc/self/smaps") else { return nil }
-        let before = residentKiB()
+    public static func run(announce: (Plan) -> Void = { _ in }) -> Outcome? {
+        guard let ranges = prepare(announce: announce) else { return nil }
+        defer { ranges.deallocate() }
         var advised = 0
         var failed = 0
-        for mapping in candidates(smaps: smaps) {
+        for range in ranges {
             // EINVAL (a locked or special mapping) or EPERM (a seccomp filter without madvise): leave it be.
-            if madvise(UnsafeMutableRawPointer(bitPattern: mapping.start), Int(mapping.end - mapping.start),
-                       MADV_DONTNEED) == 0 {
+            if madvise(UnsafeMutableRawPointer(bitPattern: range.start), Int(range.end - range.start), MADV_DONTNEED) == 0 {
                 advised += 1
             } else {
                 failed += 1
             }
         }
-        return Outcome(mappings: advised, failed: failed, rssBeforeKiB: before, rssAfterKiB: residentKiB())
+        return Outcome(mappings: advised, failed: failed)
+    }
+
+    @inline(never)
+    private static func prepare(announce: (Plan) -> Void) -> UnsafeMutableBufferPointer<(start: UInt, end: UInt)>? {
+        guard let smaps = read("/proc/self/smaps") else { return nil }
+        let plan = Plan(mappings: candidates(smaps: smaps), rssBeforeKiB: residentKiB())
+        announce(plan)
+        let ranges = UnsafeMutableBufferPointer<(start: UInt, end: UInt)>.allocate(capacity: plan.mappings.count)
+        for (index, mapping) in plan.mappings.enumerated() { ranges[index] = (mapping.start, mapping.end) }
+        return ranges
     }
 
     /// This process's RSS in KiB, from `/proc/self/statm` (its second field, in pages); 0 when unreadable.

@@ -56,6 +56,34 @@ struct ObjectMirrorTests {
         #expect(mirror.device("/nope") == nil)
     }
 
+    /// Only what the typed views read is kept: a broadcaster's Modalias, Class or AdvertisingFlags would otherwise
+    /// cost memory per device and an event per change that nothing reads.
+    @Test func propertiesNoViewReadsAreNotStoredOrReported() throws {
+        var mirror = ObjectMirror()
+        _ = mirror.replace(with: Self.snapshot())
+        _ = mirror.interfacesAdded(path: Self.device, interfaces: [
+            "org.bluez.Device1": ["Address": .string("C0:FF:EE:00:00:01"), "Modalias": .string("usb:v1D6Bp0246d0537"),
+                                  "Class": .uint32(0x240404), "RSSI": .int16(-50)],
+            "org.bluez.Battery1": ["Percentage": .byte(80)],
+        ])
+        #expect(mirror.properties(Self.device, "org.bluez.Device1")?.keys.sorted() == ["Address", "RSSI"])
+        // An interface no view reads is kept as present (so its removal is still seen), without its properties.
+        #expect(mirror.properties(Self.device, "org.bluez.Battery1")?.isEmpty == true)
+        #expect(mirror.properties(Self.adapter, "org.freedesktop.DBus.Introspectable")?.isEmpty == true)
+        #expect(mirror.propertiesChanged(path: Self.device, interface: "org.bluez.Device1",
+                                         changed: ["AdvertisingFlags": .byteArray([6]), "Modalias": .string("x")],
+                                         invalidated: ["Icon"]).isEmpty)
+        let events = mirror.propertiesChanged(path: Self.device, interface: "org.bluez.Device1",
+                                              changed: ["RSSI": .int16(-60), "Icon": .string("thermometer")],
+                                              invalidated: [])
+        guard case .deviceChanged(let device, let changed) = try #require(events.first) else {
+            Issue.record("unexpected \(events)")
+            return
+        }
+        #expect(changed == ["RSSI"] && device.rssi == -60)
+        #expect(mirror.properties(Self.device, "org.bluez.Device1")?["Icon"] == nil)
+    }
+
     @Test func characteristicValueIsNotStoredOrReported() throws {
         var mirror = ObjectMirror()
         _ = mirror.replace(with: Self.snapshot())

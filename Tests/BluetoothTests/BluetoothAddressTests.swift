@@ -13,7 +13,8 @@ struct BluetoothAddressTests {
     }
 
     @Test(arguments: ["", "C0:FF:EE:00:00", "C0:FF:EE:00:00:01:02", "C0FFEE00000A", "C0-FF-EE-00-00-0A",
-                      "C0:FF:EE:00:00:0", "C0:FF:EE:00:00:0G", "C0:FF:EE:00::0A", " C0:FF:EE:00:00:0A", "C0:FF:EE:00:00:+A"])
+                      "C0:FF:EE:00:00:0", "C0:FF:EE:00:00:0G", "C0:FF:EE:00::0A", " C0:FF:EE:00:00:0A", "C0:FF:EE:00:00:+A",
+                      "C0:FF:EE:00:00:0A:", "C0:FF:EE:00:00:é", "C0:FF:EE:00:00é0A", "C0FF:EE:00:00:0A:0"])
     func rejectsMalformed(_ text: String) {
         #expect(BluetoothAddress(text) == nil)
     }

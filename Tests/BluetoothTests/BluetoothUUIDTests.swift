@@ -39,7 +39,7 @@ struct BluetoothUUIDTests {
 
     @Test(arguments: ["", "2a3", "2a37f", "0x", "zz37", "2a37-", "0x2a3g", "00002a37-0000-1000-8000-00805f9b34f",
                       "00002a37+0000-1000-8000-00805f9b34fb", "0000-2a37-0000-1000-8000-00805f9b34fb",
-                      "00002a37-0000-1000-8000-00805f9b34fbx", "+2a3", "-2a3"])
+                      "00002a37-0000-1000-8000-00805f9b34fbx", "+2a3", "-2a3", "0x+a37", "x02a37", "é2a3", "2a3é", "00002a37-0000-1000-8000-00805f9b3éb"])
     func rejectsMalformed(_ text: String) {
         #expect(BluetoothUUID(text) == nil)
     }

@@ -24,6 +24,18 @@ import Testing
         #expect(sanitizeTopicLevel(text(name)) == text(level))
     }
 
+    /// The by-value test of what libmosquitto refuses matches the standard library's Unicode properties (general
+    /// category Cc, noncharacter) on every scalar.
+    @Test func refusedCodePointsMatchTheUnicodeProperties() {
+        var mismatches: [UInt32] = []
+        for value in UInt32(0)...0x10FFFF {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            let expected = scalar.properties.generalCategory == .control || scalar.properties.isNoncharacterCodePoint
+            if isRefusedInTopics(scalar) != expected { mismatches.append(value) }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(10).map { String($0, radix: 16) })")
+    }
+
     /// `base_topic` and `discovery_prefix` are used as written, so a noncharacter there is an error, not replaced.
     @Test func topicPrefixWithANoncharacterIsRefused() {
         // libyaml refuses a raw U+FFFF in the text, but a double-quoted escape produces one.

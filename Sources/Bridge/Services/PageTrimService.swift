@@ -1,4 +1,3 @@
-import Durations
 import Logging
 import ServiceLifecycle
 import Systemd
@@ -53,18 +52,21 @@ struct PageTrimService: Service {
         sink.finish()
     }
 
+    /// Logs before the trim (`StartupPageTrim.Plan` says why); only a failure is logged after it, a rare path.
     private func trim(_ kind: PageTrimSchedule.Kind) {
-        let started = ContinuousClock.now
-        guard let outcome = StartupPageTrim.run() else {
+        let outcome = StartupPageTrim.run { plan in
+            let summary = "released \(plan.releasableKiB) KiB from \(plan.mappings.count) read-only file mappings (RSS \(plan.rssBeforeKiB) -> \(plan.rssAfterKiB) KiB)"
+            switch kind {
+            case .startup: logger.info("start-up page trim: \(summary)")
+            case .settled: logger.debug("page trim after changes settled: \(summary)")
+            }
+        }
+        guard let outcome else {
             logger.debug("page trim skipped: /proc/self/smaps unreadable")
             return
         }
-        let took = (ContinuousClock.now - started).secondsDescription
-        let summary = "released \(outcome.releasedKiB) KiB from \(outcome.mappings) read-only file mappings (RSS \(outcome.rssBeforeKiB) -> \(outcome.rssAfterKiB) KiB) in \(took) s"
-        let metadata: Logger.Metadata = outcome.failed > 0 ? ["failed": "\(outcome.failed)"] : [:]
-        switch kind {
-        case .startup: logger.info("start-up page trim: \(summary)", metadata: metadata)
-        case .settled: logger.debug("page trim after changes settled: \(summary)", metadata: metadata)
+        if outcome.failed > 0 {
+            logger.notice("page trim: madvise refused \(outcome.failed) of \(outcome.failed + outcome.mappings) mappings; they stay resident")
         }
     }
 }
