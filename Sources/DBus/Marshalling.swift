@@ -100,23 +100,15 @@ enum Marshalling {
         case .objectPath(let s): return appendString(s, TypeCode.objectPath, &iter)
         case .signature(let s): return appendString(s, TypeCode.signature, &iter)
         case .byteArray(let bytes):
-            return withContainer(TypeCode.array, "y", &iter) { sub in
-                bytes.withUnsafeBufferPointer { buffer in
-                    var base = buffer.baseAddress ?? UnsafePointer(bitPattern: 1)
-                    return dbus_message_iter_append_fixed_array(&sub, TypeCode.byte, &base, Int32(buffer.count)) != 0
-                }
-            }
+            return appendBytes(bytes, &iter)
+        case .array("y", let elements):
+            // The spelling of values built by hand: sent as the same one fixed array.
+            var bytes = [UInt8]()
+            bytes.reserveCapacity(elements.count)
+            for case .byte(let b) in elements { bytes.append(b) }
+            return appendBytes(bytes, &iter)
         case .array(let element, let elements):
             return withContainer(TypeCode.array, element, &iter) { sub in
-                if element == "y" {
-                    var bytes = [UInt8]()
-                    bytes.reserveCapacity(elements.count)
-                    for case .byte(let b) in elements { bytes.append(b) }
-                    return bytes.withUnsafeBufferPointer { buffer in
-                        var base = buffer.baseAddress ?? UnsafePointer(bitPattern: 1)
-                        return dbus_message_iter_append_fixed_array(&sub, TypeCode.byte, &base, Int32(buffer.count)) != 0
-                    }
-                }
                 for e in elements where !append(e, to: &sub) { return false }
                 return true
             }
@@ -137,6 +129,16 @@ enum Marshalling {
             }
         case .variant(let inner):
             return withContainer(TypeCode.variant, inner.signature, &iter) { sub in append(inner, to: &sub) }
+        }
+    }
+
+    /// An `ay` as one fixed array: one call into libdbus instead of one per byte.
+    private static func appendBytes(_ bytes: [UInt8], _ iter: inout DBusMessageIter) -> Bool {
+        withContainer(TypeCode.array, "y", &iter) { sub in
+            bytes.withUnsafeBufferPointer { buffer in
+                var base = buffer.baseAddress ?? UnsafePointer(bitPattern: 1)
+                return dbus_message_iter_append_fixed_array(&sub, TypeCode.byte, &base, Int32(buffer.count)) != 0
+            }
         }
     }
 
