@@ -103,7 +103,10 @@ public struct AdvertFeature: BridgeFeature {
             var timers = newlyDelayed.map { (at: ContinuousClock.now + HomeAssistantFeature.stateRepublishDelay,
                                              timer: Timer.delayedEvents($0)) }
             newlyDelayed = []
-            guard let next = tracker.nextDeadline, armed.map({ next < $0 }) ?? true else { return timers }
+            // Between configs the earliest deadline only moves later (a broadcast heard now expires after every
+            // deadline armed before it), so the tracker, which walks every device for it, is asked only when nothing
+            // is armed: asking after every input made each broadcast cost a walk of them all.
+            guard armed == nil, let next = tracker.nextDeadline else { return timers }
             armed = next
             timers.append((next, .expire(next)))
             return timers
@@ -134,6 +137,7 @@ public struct AdvertFeature: BridgeFeature {
                 retained = retained.filter { names.contains($0.key) }
                 await perform(tracker.configure(settings: config.adverts, devices: config.devices,
                                                 fleet: config.fleet != nil))
+                armed = nil     // a shorter timeout may bring the earliest deadline forward
                 // Every topic a config names may have moved: say it all again where it now belongs.
                 if let old, old.mqtt != config.mqtt || old.homeassistant != config.homeassistant || old.fleet != config.fleet {
                     await perform(tracker.republish(discovery: true, states: old.mqtt.baseTopic != config.mqtt.baseTopic))

@@ -147,6 +147,20 @@ final class RecordingCore: DeviceManaging {
         }
     }
 
+    /// The expiry timer is re-armed from the tracker only when none is armed, which holds while the timeout stays:
+    /// a reload that shortens it must bring the armed deadline forward, or the device would stay online for the old
+    /// timeout (an hour here).
+    @Test func aShorterTimeoutOnReloadTakesEffect() async throws {
+        try await run { host, link in
+            let long = config([F.passive()], settings: F.settings(timeout: .seconds(3600)))
+            host.emit(.configApplied(old: nil, new: long))
+            host.emit(.broadcast(F.heard(F.reading(id: 1))))
+            try await eventually("online") { link.payloads("b/thermo/availability") == ["online"] }
+            host.emit(.configApplied(old: long, new: config([F.passive()], settings: F.settings(timeout: .milliseconds(200)))))
+            try await eventually("offline") { link.payloads("b/thermo/availability") == ["online", "offline"] }
+        }
+    }
+
     @Test func anUndecryptableDeviceIsReportedOnTheBridgeLog() async throws {
         let sealed = try #require(BTHomeDecoder.encrypt(objects: [0x01, 0x50], address: F.thermo, bindkey: F.key, counter: 5))
         try await run { host, link in
