@@ -66,7 +66,7 @@ let package = Package(
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus"]),
         .testTarget(name: "CodecsTests", dependencies: ["Codecs"]),
         .testTarget(name: "ConfigTests", dependencies: ["Config", "CMosquitto"]),
-        .testTarget(name: "MQTTTests", dependencies: ["MQTT"]),
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "DBus"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
         .testTarget(name: "AdvertsTests", dependencies: ["Adverts", "Bluetooth", "Codecs"]),
         .testTarget(name: "BridgeTests", dependencies: ["Adverts", "Bridge", "BlueZ", "Bluetooth", "Codecs", "Config", "DBus"]),

@@ -48,6 +48,22 @@ public final class EventLoop: Sendable {
 
     public var isLoopThread: Bool { kernel.isLoopThread }
 
+    /// Serves a source (see `PollInterest`) on the loop thread from its next turn on, until its `serve` returns false.
+    public func addSource(interest: @escaping @Sendable () -> PollInterest, serve: @escaping @Sendable (Int16) -> Bool) {
+        let source = PollSource(interest: interest, serve: serve)
+        let kernel = kernel
+        if isLoopThread {
+            kernel.addSource(source)
+        } else {
+            kernel.enqueue { kernel.addSource(source) }
+        }
+    }
+
+    /// From any thread: the loop asks its sources for their interest again before it next sleeps.
+    public func wakeUp() {
+        if !isLoopThread { kernel.wakeFromOutside() }
+    }
+
     /// A round trip through the loop (watchdog liveness).
     public func ping() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

@@ -19,6 +19,7 @@ final class LoopKernel: @unchecked Sendable {
         case wake
         case dbus(OpaquePointer)
         case user(EventLoop.WatchID, @Sendable () -> Void)
+        case source(Int)
     }
 
     private struct UserWatch {
@@ -47,6 +48,7 @@ final class LoopKernel: @unchecked Sendable {
     private var _deadlines = [OpaquePointer: Int64]()       // enabled timeouts → monotonic ms
     private var _userWatches = [EventLoop.WatchID: UserWatch]()
     private var _toDispatch = [LoopDispatchable]()
+    private var _sources = [PollSource]()
 
     private var dbusWatches: Set<OpaquePointer> {
         _read { assertOnLoopThread("dbusWatches"); yield _dbusWatches }
@@ -66,6 +68,11 @@ final class LoopKernel: @unchecked Sendable {
     private var userWatches: [EventLoop.WatchID: UserWatch] {
         _read { assertOnLoopThread("userWatches"); yield _userWatches }
         _modify { assertOnLoopThread("userWatches"); yield &_userWatches }
+    }
+
+    private var sources: [PollSource] {
+        _read { assertOnLoopThread("sources"); yield _sources }
+        _modify { assertOnLoopThread("sources"); yield &_sources }
     }
 
     private var toDispatch: [LoopDispatchable] {
@@ -121,6 +128,13 @@ final class LoopKernel: @unchecked Sendable {
         }
         // On the loop thread the queue is checked again right before poll(), so no syscall is needed.
         if mustWake && !isLoopThread { wake() }
+    }
+
+    /// Makes the loop's poll return (a write to its eventfd); for callers off the loop thread.
+    func wakeFromOutside() { wake() }
+
+    func addSource(_ source: PollSource) {
+        sources.append(source)
     }
 
     private func wake() {
@@ -218,6 +232,8 @@ final class LoopKernel: @unchecked Sendable {
         threadID.store(UInt(pthread_self()), ordering: .releasing)
         var fds = [pollfd]()
         var owners = [PollOwner]()
+        var sourceDeadlines = [Int64]()
+        var sourceRevents = [Int16]()
         while !stopRequested.load(ordering: .acquiring) {
             runQueued()
             runDispatch()
@@ -239,9 +255,22 @@ final class LoopKernel: @unchecked Sendable {
                 fds.append(pollfd(fd: watch.fd, events: Int16(POLLIN), revents: 0))
                 owners.append(.user(id, watch.handler))
             }
+            sourceDeadlines.removeAll(keepingCapacity: true)
+            sourceRevents.removeAll(keepingCapacity: true)
+            var earliest = Int64.max
+            for (index, source) in sources.enumerated() {
+                let interest = source.interest()
+                sourceDeadlines.append(interest.deadline)
+                sourceRevents.append(0)
+                earliest = min(earliest, interest.wakeBy)
+                if interest.fd >= 0 {
+                    fds.append(pollfd(fd: interest.fd, events: interest.events, revents: 0))
+                    owners.append(.source(index))
+                }
+            }
             let generation = watchGeneration
             let pendingWork = queue.withLock { !$0.items.isEmpty } || !toDispatch.isEmpty
-            let timeout = pendingWork ? 0 : pollTimeout()
+            let timeout = pendingWork ? 0 : Self.earlier(pollTimeout(), sourceDeadline: earliest)
 
             let ready = poll(&fds, nfds_t(fds.count), timeout)
             if ready < 0 {
@@ -250,9 +279,14 @@ final class LoopKernel: @unchecked Sendable {
             }
             if ready > 0 {
                 for index in fds.indices where fds[index].revents != 0 {
-                    handle(owners[index], revents: fds[index].revents, generation: generation)
+                    if case .source(let number) = owners[index] {
+                        sourceRevents[number] = fds[index].revents
+                    } else {
+                        handle(owners[index], revents: fds[index].revents, generation: generation)
+                    }
                 }
             }
+            if !sourceDeadlines.isEmpty { serveSources(deadlines: sourceDeadlines, revents: sourceRevents) }
             fireTimeouts()
         }
     }
@@ -276,6 +310,33 @@ final class LoopKernel: @unchecked Sendable {
         }
     }
 
+    /// Serves each source whose descriptor was ready or whose deadline passed, in the order they were added, after
+    /// the round's other descriptors (a notification's PUBLISH is written before its PUBACK is read). Sources added
+    /// during the round wait for the next one.
+    private func serveSources(deadlines: [Int64], revents: [Int16]) {
+        let now = Self.nowNs()
+        var ended: [Int] = []
+        for index in deadlines.indices where revents[index] != 0 || deadlines[index] <= now {
+            let source = sources[index]          // not borrowed across `serve`, which may add a source
+            if !source.serve(revents[index]) { ended.append(index) }
+        }
+        for index in ended.reversed() { sources.remove(at: index) }
+    }
+
+    /// A poll timeout in ms that also ends by `sourceDeadline` (monotonic ns), rounded up so a source is never
+    /// served before its deadline and woken again for nothing.
+    private static func earlier(_ timeout: Int32, sourceDeadline: Int64) -> Int32 {
+        guard sourceDeadline != .max else { return timeout }
+        let remaining = Int32(clamping: max(0, (sourceDeadline - nowNs() + 999_999) / 1_000_000))
+        return timeout < 0 ? remaining : min(timeout, remaining)
+    }
+
+    private static func nowNs() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+
     private func pollTimeout() -> Int32 {
         guard let next = deadlines.values.min() else { return -1 }
         return Int32(clamping: max(0, next - Self.nowMs()))
@@ -295,6 +356,8 @@ final class LoopKernel: @unchecked Sendable {
             if revents & Int16(POLLERR) != 0 { flags |= DBUS_WATCH_ERROR.rawValue }
             if revents & Int16(POLLHUP) != 0 { flags |= DBUS_WATCH_HANGUP.rawValue }
             _ = dbus_watch_handle(watch, flags)
+        case .source:
+            break                   // served after the round, in `serveSources`
         case .user(let id, let handler):
             // An earlier handler of this round may have removed it (then the generation moved on).
             if generation != watchGeneration, userWatches[id] == nil { return }

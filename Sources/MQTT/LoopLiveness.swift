@@ -1,10 +1,10 @@
 import Durations
 import Synchronization
 
-/// Evidence, readable from any thread, that the network thread is making progress. The thread beats at the top of
-/// every iteration, and an iteration never waits longer than a second (select timeout or reconnect back-off slice),
-/// whether or not the broker is reachable. The one call that may legitimately block longer is the connect call
-/// (DNS resolution), so it is tracked separately with a generous allowance.
+/// Evidence, readable from any thread, that the network thread (the client's own, or the host loop serving the link)
+/// is making progress. It beats in every turn, and turns come at least once a second (poll deadline), whether or not
+/// the broker is reachable. The one call that may legitimately block longer is the connect call (DNS resolution, on a
+/// helper thread when hosted; beats pause meanwhile), so it is tracked separately with a generous allowance.
 final class LoopLiveness: Sendable {
     static let stallLimit: Duration = .seconds(5)
     static let connectCallAllowance: Duration = .seconds(60)

@@ -6,9 +6,8 @@ import Synchronization
 /// subscriptions on every connect, and keeps QoS ≥ 1 messages published while offline in a bounded buffer that is
 /// flushed, in order and before anything newer, once the broker is back.
 ///
-/// The network loop runs on a dedicated thread of ours calling `mosquitto_loop`, not `mosquitto_loop_start`:
-/// libmosquitto 2.0's `mosquitto_loop_forever` ends its thread for good on errors such as a failed DNS lookup or a
-/// refused login, reconnects with a blocking `connect()`, and gives no hook to prove the thread is alive.
+/// The broker's socket is served by an `MQTTLoopHost` (the daemon's D-Bus loop) or by a thread of the client's own
+/// (see `MQTTClient+NetworkLoop`); "the network thread" below is whichever of the two serves it.
 public final class MQTTClient: Sendable {
     let configuration: MQTTConfiguration
     let logger: Logger
@@ -21,8 +20,9 @@ public final class MQTTClient: Sendable {
     let inFlight = Mutex(InFlightLedger())
     /// Drop totals per reason, for `MQTTDropReport.total`; a leaf lock.
     let dropTotals = Mutex<[MQTTDropReport.Reason: Int]>([:])
-    /// The network thread, which alone may run `service`, `processLinkEvents` and the other loop-only functions.
+    /// The thread serving the link (own or host), which alone may run `linkTurn` and the other loop-only functions.
     let networkThread = ThreadOwner()
+    let turns = LinkTurnState()
     let finalMessagesDelivered = Latch()
     let threadEnded = Latch()
     let states = StateBroadcast()
@@ -63,8 +63,9 @@ public final class MQTTClient: Sendable {
         installCallbacks()
     }
 
-    /// Starts the network thread, which connects without blocking the caller. Calling it twice has no effect.
-    public func start() {
+    /// Starts serving the link, on `host`'s thread or (nil) on a thread of the client's own; connects without
+    /// blocking the caller or the host. Calling it twice has no effect.
+    public func start(on host: (any MQTTLoopHost)? = nil) {
         let first = session.withLock { state in
             guard state.phase == .created else { return false }
             state.phase = .running
@@ -73,7 +74,7 @@ public final class MQTTClient: Sendable {
         guard first else { return }
         logger.info("MQTT client starting", metadata: ["broker": "\(configuration)"])
         liveness.started()
-        startNetworkThread()
+        startServing(on: host)
     }
 
     public func connectionStates() -> AsyncStream<MQTTConnectionState> { states.stream() }

@@ -75,7 +75,8 @@ final class MosquittoHandle: @unchecked Sendable {
 
     func setUserData(_ pointer: UnsafeMutableRawPointer) { mosquitto_user_data_set(self.pointer, pointer) }
 
-    /// Starts a connection; on the network thread, which calls nothing else meanwhile.
+    /// Starts a connection; on the network thread (or, hosted, a helper thread of its own while the host's turns
+    /// leave the handle alone), which calls nothing else meanwhile.
     ///
     /// MQTT 3.1.1: `mosquitto_connect_async` (non-blocking TCP connect, the CONNECT is written once it completes).
     /// MQTT 5: the CONNECT must carry our Maximum Packet Size, and libmosquitto 2.0 takes CONNECT properties only
@@ -112,6 +113,11 @@ final class MosquittoHandle: @unchecked Sendable {
 
     /// True while packets wait to be written (or TLS wants to write): the network thread then polls for POLLOUT.
     var wantsWrite: Bool { io.withLock { mosquitto_want_write(pointer) } }
+
+    /// `socket` and `wantsWrite` under one lock, for the poll set of each turn.
+    var pollState: (socket: Int32, wantsWrite: Bool) {
+        io.withLock { (mosquitto_socket(pointer), mosquitto_want_write(pointer)) }
+    }
 
     /// Reads what arrived (callbacks run here), on the network thread.
     func read() -> Int32 { io.withLock { mosquitto_loop_read(pointer, 1) } }

@@ -72,4 +72,49 @@ import Testing
         await loop.ping()
         #expect(calls.load(ordering: .relaxed) == afterRemoval)
     }
+
+    private static func nowNs() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+
+    /// A source with nothing else to wake the loop is served once its `wakeBy` comes, not at its earlier `deadline`:
+    /// the loop sleeps past the deadline (the MQTT link gathering PUBACKs costs no wake-up of its own).
+    @Test func aSourceAloneIsServedByItsWakeByNotBeforeItsDeadline() async {
+        let loop = EventLoop()
+        await loop.ping()
+        let start = Self.nowNs()
+        let (deadline, wakeBy) = (start + 30_000_000, start + 150_000_000)
+        let (served, sink) = AsyncStream.makeStream(of: Int64.self)
+        loop.addSource(interest: { PollInterest(fd: -1, events: 0, deadline: deadline, wakeBy: wakeBy) }, serve: { _ in
+            sink.yield(Self.nowNs())
+            return false
+        })
+        var iterator = served.makeAsyncIterator()
+        let at = await iterator.next() ?? 0
+        #expect(at >= wakeBy)
+    }
+
+    /// Past its deadline, a source is served on whatever turn the loop makes next (here: work queued from outside).
+    @Test func aSourcePastItsDeadlineIsServedOnTheLoopsNextTurn() async throws {
+        let loop = EventLoop()
+        await loop.ping()
+        let start = Self.nowNs()
+        let deadline = start + 20_000_000
+        let served = Atomic<Int>(0)
+        loop.addSource(interest: { PollInterest(fd: -1, events: 0, deadline: deadline, wakeBy: start + 60_000_000_000) },
+                       serve: { _ in
+            served.add(1, ordering: .relaxed)
+            return false
+        })
+        await loop.ping()
+        #expect(served.load(ordering: .relaxed) == 0)
+        try await Task.sleep(for: .milliseconds(40))          // the clock passes the deadline; the loop sleeps on
+        #expect(served.load(ordering: .relaxed) == 0)
+        await loop.ping()
+        #expect(served.load(ordering: .relaxed) == 1)
+        await loop.ping()
+        #expect(served.load(ordering: .relaxed) == 1, "removed once its serve returned false")
+    }
 }

@@ -4,7 +4,7 @@ import Testing
 
 /// TLS against mosquitto with a throw-away CA made by openssl.
 @Suite struct MQTTTLSTests {
-    private static func makeCertificates(in directory: String) throws {
+    static func makeCertificates(in directory: String) throws {
         try shell("""
             cd '\(directory)' && \
             openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.crt \

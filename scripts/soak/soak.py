@@ -45,6 +45,10 @@ come back as the HM-10's echo, except one sent in the last 2 s before BlueZoo wa
 the air) or before a broker restart (the bridge's MQTT session is clean: the broker keeps no command for it while it
 is disconnected).
 
+A failed run keeps its evidence before the bench's directory is removed: every process's log (the daemon's at
+SOAK_LOG_LEVEL, default notice; BlueZoo's, the broker's, the peripherals'), the soak's timeline and its fault log, in
+`<out-dir>/soak-failed-<time>/` (path printed with the report). BENCH_KEEP=1 keeps the whole bench directory.
+
     .venv/bin/python scripts/soak/soak.py --duration 600 [--seed N]
 """
 
@@ -55,6 +59,7 @@ import collections
 import json
 import os
 import random
+import shutil
 import signal
 import statistics
 import sys
@@ -78,8 +83,12 @@ LINK_FAULTS = {"peripheral", "bluez", "adapter_off", "adapter_wedged"}
 SECOND_CENTRAL = "00:00:00:00:0A:02"
 
 
+TIMELINE: list[str] = []       # what log() printed, UTC-stamped as the daemon's lines are: kept with a failed run's logs
+
+
 def log(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+    TIMELINE.append(f"{datetime.now(timezone.utc).isoformat(timespec='milliseconds')} {text}")
 
 
 class Subscriber:
@@ -163,6 +172,7 @@ class Soak:
         self.world.config.write_text(self.world.config.read_text().replace("homeassistant:\n  enabled: false",
                                                                            "homeassistant:\n  enabled: true", 1))
         self.wedge_window = float(os.environ.get("SOAK_WEDGE_WINDOW", 10))
+        self.log_level = os.environ.get("SOAK_LOG_LEVEL", "notice")
         self.sub = Subscriber(self.broker.host, self.broker.port)
         self.notify = b.sd_notify_listener()
         self.stream_ids = {"fd": 0, "sig": 0}
@@ -187,7 +197,7 @@ class Soak:
 
     def start_gattbridge(self) -> None:
         self.gb = self.world.start_gattbridge(env={**self.notify.env, "GATTBRIDGE_WEDGE_WINDOW": str(self.wedge_window)},
-                                              log_level="notice")
+                                              log_level=self.log_level)
 
     def check_alive(self) -> None:
         if self.gb is not None and not self.gb.running:
@@ -291,7 +301,9 @@ class Soak:
     def fault(self, kind: str) -> None:
         t0 = time.monotonic()
         mark = self.sub.mark()
-        detail: dict = {"kind": kind, "t": round(t0 - self.t_start, 1)}
+        detail: dict = {"kind": kind, "t": round(t0 - self.t_start, 1),
+                        "at": datetime.now(timezone.utc).isoformat(timespec="milliseconds")}
+        log(f"fault {kind} at t={detail['t']} s")
         recovered: Optional[float] = None
         if kind == "peripheral":
             path = self.rng.choice(["fd", "sig"])
@@ -672,7 +684,19 @@ def print_report(r: dict) -> None:
           f"({rs['growth_percent']} %); of which anonymous "
           f"{rs['anon_first_after_warmup_median'] / 1024:.1f} → {rs['anon_last_median'] / 1024:.1f} MiB "
           f"({rs.get('anon_growth_percent')} %): {'flat' if r['rss_flat'] else 'GROWING'}")
+    if r.get("kept_logs"):
+        print(f"logs of this failed run (daemon, BlueZoo, broker, peripherals, the soak's timeline): {r['kept_logs']}")
     print("PASS" if r["pass"] else "FAIL")
+
+
+def keep_logs(soak: Soak, out_dir: str, result: Optional[dict]) -> Path:
+    """A failed run's evidence, before the bench's directory goes: every process's log (the daemon's, BlueZoo's, the
+    broker's, the peripherals'), the soak's own timeline and its fault log, in `<out_dir>/soak-failed-<time>/`."""
+    kept = Path(out_dir) / f"soak-failed-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    shutil.copytree(soak.world.bench.log_dir, kept / "logs")
+    (kept / "timeline.log").write_text("\n".join(TIMELINE) + "\n")
+    (kept / "faults.json").write_text(json.dumps(result["fault_log"] if result else soak.fault_log, indent=2))
+    return kept
 
 
 def main() -> int:
@@ -689,13 +713,20 @@ def main() -> int:
     if not faults or any(f not in FAULTS for f in faults):
         ap.error(f"--faults: choose from {','.join(FAULTS)}")
     soak = Soak(a.duration, a.rate, a.fault_interval, a.seed, faults)
+    result: Optional[dict] = None
+    kept: Optional[Path] = None
     try:
         result = soak.run()
         if soak.gb is not None:
             result["exit_code_on_sigterm"] = soak.gb.stop(10)
     finally:
+        if result is None or not result["pass"]:
+            kept = keep_logs(soak, a.out_dir, result)
+            log(f"logs of the failed run kept in {kept}")
         soak.sub.close()
         soak.world.close()
+    if kept:
+        result["kept_logs"] = str(kept)
     print_report(result)
     print(f"JSON: {save_results(result, a.out_dir, 'soak', 'soak-latest.json')} (and a timestamped copy)")
     return 0 if result["pass"] else 1

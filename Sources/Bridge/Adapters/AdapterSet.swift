@@ -19,10 +19,20 @@ struct AdapterSet {
     /// adapter (after `AnyAdapterDiscovery`'s head start) would leave the wedged one unhealed, its capacity lost.
     private var abandoned: Set<String> = []
     private var sightings: [BluetoothAddress: [String: AdapterChoice.Sighting]] = [:]
+    /// When each device was last placed on its adapter (`settle`).
+    private var placedAt: [String: ContinuousClock.Instant] = [:]
     /// The saved devices' addresses: only their sightings are kept (a neighbour's phone with a rotating random
     /// address must not grow the table).
     private var watched: Set<BluetoothAddress> = []
     let window: Duration
+    /// A device placed on a usable adapter stays there this long before sightings may move it. Every move restarts
+    /// the device's connection (its old adapter's link is cancelled, the new one connects from scratch), and around
+    /// a power cycle the facts come in a burst: the adapter powers off (its devices move), comes back healthy, and
+    /// each radio's discovery reports the devices anew. Re-placing on each fact bounced the devices between the
+    /// two radios within milliseconds, each bounce a Disconnect and a Connect racing in bluetoothd, which stalled
+    /// their reconnection for the connect timeout or longer. An adapter that becomes unusable still loses its
+    /// devices at once.
+    static let settle: Duration = .seconds(5)
 
     init(settings: BluetoothSettings, window: Duration) {
         self.settings = settings
@@ -69,6 +79,7 @@ struct AdapterSet {
 
     mutating func forget(_ device: DeviceConfig) {
         placed[device.name] = nil
+        placedAt[device.name] = nil
         online.remove(device.name)
         sightings[device.address] = nil
     }
@@ -79,7 +90,8 @@ struct AdapterSet {
     /// another bridge owns) only listen for adverts through their adapter: they take no connection slot, and a full
     /// adapter still listens for them, or no bridge would ever hear them to claim them. A passive device (docs/adverts.md)
     /// is never placed: it never connects, and every adapter hears its broadcasts.
-    mutating func place(_ allDevices: [DeviceConfig], listeningOnly: Set<String> = []) -> [String] {
+    mutating func place(_ allDevices: [DeviceConfig], listeningOnly: Set<String> = [],
+                        now: ContinuousClock.Instant = .now) -> [String] {
         let devices = allDevices.filter { !$0.isPassive }
         if watched.count != devices.count || devices.contains(where: { !watched.contains($0.address) }) { watch(devices) }
         var changed: [String] = []
@@ -96,15 +108,28 @@ struct AdapterSet {
                     seen: sightings[device.address]?[adapter.name])
             }
             let choice = AdapterChoice.choose(pinned: device.adapter, current: current, candidates: candidates)
+            if choice != current, device.adapter == nil, let since = placedAt[device.name], now - since < Self.settle,
+               candidates.contains(where: { $0.name == current && $0.powered && $0.healthy && $0.hasRoom }),
+               !clearlyStronger(device.address, on: choice, than: current) {
+                continue        // settling where it was just placed (`settle`)
+            }
             if choice != current {
                 if let current, !online.contains(device.name), health[current]?.isFailing == true {
                     abandoned.insert(current)
                 }
                 placed[device.name] = choice
+                placedAt[device.name] = now
                 changed.append(device.name)
             }
         }
         return changed
+    }
+
+    /// Whether `adapter` hears the device stronger than `current` by the hysteresis, both strengths known.
+    private func clearlyStronger(_ address: BluetoothAddress, on adapter: String?, than current: String?) -> Bool {
+        guard let adapter, let current, let theirs = sightings[address]?[adapter]?.rssi,
+              let ours = sightings[address]?[current]?.rssi else { return false }
+        return theirs - ours >= AdapterChoice.hysteresis
     }
 
     /// Whether the device would get a connection slot if this bridge owned it (a fleet's claim rule): an adapter it

@@ -86,7 +86,8 @@ public struct BridgeDaemon: Sendable {
         let status = StatusReporter(notifier: notifier, core: core, mqtt: link, bluez: bluez,
                                     allOnline: { trimTrigger.yield(.allOnline) })
         let (notifier, logger, configPath, devices, version) = (notifier, logger, configPath, config.devices.count, version)
-        let mqtt = MQTTService(link: link, core: core, logger: logger, statusChanged: statusChanged, started: {
+        let mqtt = MQTTService(link: link, core: core, logger: logger, statusChanged: statusChanged,
+                               host: EventLoopMQTTHost(loop: bus.loop), started: {
             notifier.ready()
             logger.notice("gattbridge \(version) running with \(devices) device(s)", metadata: ["config": "\(configPath)"])
         })

@@ -13,16 +13,19 @@ final class MQTTService: Service, Sendable {
     let statusChanged: @Sendable () -> Void
     /// Called once the client has started (docs/operating.md: READY=1 does not wait for the broker).
     let started: @Sendable () -> Void
+    /// The thread that serves the broker's socket (the D-Bus loop), for the first client and every replacement.
+    let host: (any MQTTLoopHost)?
     private let replacements: AsyncStream<MQTTClient>
     private let replacer: AsyncStream<MQTTClient>.Continuation
 
     init(link: MQTTLink, core: BridgeCore, logger: Logger, statusChanged: @escaping @Sendable () -> Void,
-         started: @escaping @Sendable () -> Void) {
+         host: (any MQTTLoopHost)? = nil, started: @escaping @Sendable () -> Void) {
         self.link = link
         self.core = core
         self.logger = logger
         self.statusChanged = statusChanged
         self.started = started
+        self.host = host
         (replacements, replacer) = AsyncStream.makeStream(of: MQTTClient.self)
     }
 
@@ -30,7 +33,7 @@ final class MQTTService: Service, Sendable {
         await withDiscardingTaskGroup { group in
             let first = link.client
             group.addTask { await self.pump(first) }
-            first.start()
+            first.start(on: host)
             started()
             for await client in replacements.cancelOnGracefulShutdown() {
                 group.addTask { await self.pump(client) }
@@ -55,7 +58,7 @@ final class MQTTService: Service, Sendable {
             await client.adopt(buffered)
         }
         await configure()
-        client.start()
+        client.start(on: host)
     }
 
     /// Messages and connection changes are handed on from one task in the network thread's order: the features

@@ -147,7 +147,7 @@ import Testing
         // hci0 hears nothing more; hci1 hears the device and it goes there, and comes online.
         set.lostSight(devices[0].address, adapter: "hci0")
         set.saw(devices[0].address, adapter: "hci1", rssi: -50, at: t0 + .seconds(9))
-        #expect(set.place(devices) == ["d1"])
+        #expect(set.place(devices, now: t0 + .seconds(9)) == ["d1"])
         set.setOnline("d1", true)
         #expect(set.missing(on: "hci0"))
         #expect(set.feed("hci0", .tick, now: t0 + .seconds(10)).contains(.run(.restartDiscovery)))
@@ -156,6 +156,47 @@ import Testing
         #expect(actions == [.announce(.powerCycle, ok: true), .changed])
         #expect(set.statuses.first { $0.name == "hci0" }?.state == .ok)
         #expect(!set.missing(on: "hci0"))
+    }
+
+    /// The soak's stalled wedge recovery: around a power cycle the adapter powers off (its device moves to the other
+    /// one), is back a few milliseconds later with the freshest sighting, and the other radio's discovery reports the
+    /// device again. Placed anew on each fact, the device bounced between the radios, every bounce a Disconnect and a
+    /// Connect racing in bluetoothd. It stays where it was just placed while that adapter is usable.
+    @Test func aDeviceJustMovedOffAPowerCycledAdapterIsNotBouncedBack() throws {
+        var set = AdapterSet(settings: BluetoothSettings(), window: .seconds(10))
+        set.update([adapter("hci0"), adapter("hci1")])
+        let devices = [try device(1)]
+        let t0 = ContinuousClock.now
+        set.watch(devices)
+        set.saw(devices[0].address, adapter: "hci1", rssi: -50, at: t0)            // hci1 heard it long ago
+        set.saw(devices[0].address, adapter: "hci0", rssi: -50, at: t0 + .seconds(60))
+        _ = set.place(devices, now: t0 + .seconds(60))
+        #expect(set.placed["d1"] == "hci0")
+        set.update([adapter("hci0", powered: false), adapter("hci1")])
+        #expect(set.place(devices, now: t0 + .seconds(61)) == ["d1"])               // off: it goes at once
+        #expect(set.placed["d1"] == "hci1")
+        set.update([adapter("hci0"), adapter("hci1")])
+        set.saw(devices[0].address, adapter: "hci0", rssi: -50, at: t0 + .milliseconds(61_005))
+        #expect(set.place(devices, now: t0 + .milliseconds(61_010)) == [])          // back: no bounce
+        #expect(set.placed["d1"] == "hci1")
+        // A clearly stronger radio still takes it at once.
+        set.saw(devices[0].address, adapter: "hci0", rssi: -30, at: t0 + .milliseconds(61_020))
+        #expect(set.place(devices, now: t0 + .milliseconds(61_020)) == ["d1"])
+        #expect(set.placed["d1"] == "hci0")
+    }
+
+    @Test func aSettledDeviceThatIsNotConnectedGoesWhereItIsHeard() throws {
+        var set = AdapterSet(settings: BluetoothSettings(), window: .seconds(10))
+        set.update([adapter("hci0"), adapter("hci1")])
+        let devices = [try device(1)]
+        let t0 = ContinuousClock.now
+        set.watch(devices)
+        _ = set.place(devices, now: t0)
+        #expect(set.placed["d1"] == "hci0")
+        set.saw(devices[0].address, adapter: "hci1", rssi: -50, at: t0 + .seconds(1))
+        #expect(set.place(devices, now: t0 + .seconds(1)) == [])
+        #expect(set.place(devices, now: t0 + AdapterSet.settle) == ["d1"])
+        #expect(set.placed["d1"] == "hci1")
     }
 
     /// A device that leaves an adapter whose operations work (a stronger radio heard it) is no evidence of a wedge.
@@ -198,10 +239,10 @@ import Testing
         let now = ContinuousClock.now
         // A stranger seen strongly by hci1 changes nothing; the saved device seen by hci1 goes there.
         set.saw(BluetoothAddress("11:22:33:44:55:66")!, adapter: "hci1", rssi: -20, at: now)
-        #expect(set.place([saved]) == ["d"])
+        #expect(set.place([saved], now: now) == ["d"])
         #expect(set.placed["d"] == "hci0")
         set.saw(saved.address, adapter: "hci1", rssi: -50, at: now)
-        #expect(set.place([saved]) == ["d"])
+        #expect(set.place([saved], now: now + AdapterSet.settle) == ["d"])
         #expect(set.placed["d"] == "hci1")
     }
 }
