@@ -11,6 +11,8 @@
 /// - It stays where it is unless another adapter is better by `hysteresis` dB, so RSSI noise does not bounce a
 ///   connecting device between radios; a device nobody has seen goes to the first usable adapter by name (it is
 ///   discovered there), so a bridge whose devices all fit on hci0 behaves as a single-adapter one did.
+/// - A device just placed (`settling`) stays on its adapter while that one is usable, whatever the age of its
+///   sighting there, unless another adapter is better by `hysteresis` dB (`AdapterSet.settle` says why).
 /// - When no healthy adapter is left, a powered one that is recovering still beats nothing: the device keeps trying,
 ///   and its attempts tell whether the recovery worked.
 public enum AdapterChoice {
@@ -53,14 +55,15 @@ public enum AdapterChoice {
     public static let hysteresis = 5
 
     /// The adapter for the device, or nil when none can take it (the session waits for one).
-    public static func choose(pinned: String?, current: String?, candidates: [Candidate]) -> String? {
+    public static func choose(pinned: String?, current: String?, candidates: [Candidate],
+                              settling: Bool = false) -> String? {
         if let pinned { return candidates.contains { $0.name == pinned && $0.hasRoom } ? pinned : nil }
         let usable = candidates.filter { $0.powered && $0.hasRoom }
         let healthy = usable.filter(\.healthy)
-        return best(healthy.isEmpty ? usable : healthy, current: current)
+        return best(healthy.isEmpty ? usable : healthy, current: current, settling: settling)
     }
 
-    private static func best(_ pool: [Candidate], current: String?) -> String? {
+    private static func best(_ pool: [Candidate], current: String?, settling: Bool) -> String? {
         guard !pool.isEmpty else { return nil }
         let newest = pool.compactMap { $0.seen?.at }.max()
         let seen = pool.filter { candidate in
@@ -79,8 +82,10 @@ public enum AdapterChoice {
             if a.seen!.at != b.seen!.at { return a.seen!.at > b.seen!.at }
             return a.name < b.name
         }!
-        // Where the device is and is seen, it stays unless both strengths are known and the other is clearly better.
-        if let mine, mine.name != strongest.name, seen.contains(where: { $0.name == mine.name }) {
+        // Where the device is and is seen (or was just placed), it stays unless both strengths are known and the
+        // other is clearly better.
+        if let mine, mine.name != strongest.name,
+           seen.contains(where: { $0.name == mine.name }) || (settling && mine.healthy) {
             guard let theirs = strongest.seen?.rssi, let ours = mine.seen?.rssi, theirs - ours >= hysteresis else {
                 return mine.name
             }

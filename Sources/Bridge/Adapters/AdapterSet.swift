@@ -107,12 +107,9 @@ struct AdapterSet {
                                                                          : settings.maxConnections(of: adapter.name),
                     seen: sightings[device.address]?[adapter.name])
             }
-            let choice = AdapterChoice.choose(pinned: device.adapter, current: current, candidates: candidates)
-            if choice != current, device.adapter == nil, let since = placedAt[device.name], now - since < Self.settle,
-               candidates.contains(where: { $0.name == current && $0.powered && $0.healthy && $0.hasRoom }),
-               !clearlyStronger(device.address, on: choice, than: current) {
-                continue        // settling where it was just placed (`settle`)
-            }
+            let settling = placedAt[device.name].map { now - $0 < Self.settle } ?? false
+            let choice = AdapterChoice.choose(pinned: device.adapter, current: current, candidates: candidates,
+                                              settling: settling)
             if choice != current {
                 if let current, !online.contains(device.name), health[current]?.isFailing == true {
                     abandoned.insert(current)
@@ -123,13 +120,6 @@ struct AdapterSet {
             }
         }
         return changed
-    }
-
-    /// Whether `adapter` hears the device stronger than `current` by the hysteresis, both strengths known.
-    private func clearlyStronger(_ address: BluetoothAddress, on adapter: String?, than current: String?) -> Bool {
-        guard let adapter, let current, let theirs = sightings[address]?[adapter]?.rssi,
-              let ours = sightings[address]?[current]?.rssi else { return false }
-        return theirs - ours >= AdapterChoice.hysteresis
     }
 
     /// Whether the device would get a connection slot if this bridge owned it (a fleet's claim rule): an adapter it

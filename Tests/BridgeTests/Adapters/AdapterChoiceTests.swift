@@ -57,6 +57,21 @@ import Testing
         #expect(AdapterChoice.choose(pinned: nil, current: "hci0", candidates: equal) == "hci0")
     }
 
+    /// A device just placed stays on its usable adapter though its sighting there is stale, unless another is clearly
+    /// stronger; an unhealthy one does not hold it.
+    @Test func aSettlingDeviceStaysUnlessAnotherIsClearlyStronger() {
+        let fresher = [Candidate(name: "hci0", powered: true, seen: seen(-50, 60)),
+                       Candidate(name: "hci1", powered: true, seen: seen(-50))]
+        #expect(AdapterChoice.choose(pinned: nil, current: "hci0", candidates: fresher) == "hci1")
+        #expect(AdapterChoice.choose(pinned: nil, current: "hci0", candidates: fresher, settling: true) == "hci0")
+        let stronger = [Candidate(name: "hci0", powered: true, seen: seen(-50, 60)),
+                        Candidate(name: "hci1", powered: true, seen: seen(-45))]
+        #expect(AdapterChoice.choose(pinned: nil, current: "hci0", candidates: stronger, settling: true) == "hci1")
+        let unhealthy = [Candidate(name: "hci0", powered: true, healthy: false, seen: seen(-50, 60)),
+                         Candidate(name: "hci1", powered: true, seen: seen(-50))]
+        #expect(AdapterChoice.choose(pinned: nil, current: "hci0", candidates: unhealthy, settling: true) == "hci1")
+    }
+
     @Test func unseenDevicesGoToTheFirstAdapterWithRoomOrStay() {
         let candidates = [Candidate(name: "hci1", powered: true, devices: 2),
                           Candidate(name: "hci0", powered: true, devices: 4)]
