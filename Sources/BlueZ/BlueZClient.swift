@@ -305,10 +305,21 @@ public actor BlueZClient {
 /// A set of object paths written by the actor and read by taps on the D-Bus loop thread.
 final class SharedPathSet: Sendable {
     private let paths = Mutex<Set<String>>([])
+    /// Asked for every signal-path notification, where the set is almost always empty: answered without the lock
+    /// or a hash of the path.
+    private let empty = Atomic<Bool>(true)
 
-    func set(_ newValue: Set<String>) { paths.withLock { $0 = newValue } }
+    func set(_ newValue: Set<String>) {
+        paths.withLock { paths in
+            paths = newValue
+            empty.store(newValue.isEmpty, ordering: .releasing)
+        }
+    }
 
-    func contains(_ path: String) -> Bool { paths.withLock { $0.contains(path) } }
+    func contains(_ path: String) -> Bool {
+        if empty.load(ordering: .acquiring) { return false }
+        return paths.withLock { $0.contains(path) }
+    }
 }
 
 /// One signal-path subscriber. With a `tap`, values go to its handler on the D-Bus loop thread and `continuation`

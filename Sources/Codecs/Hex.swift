@@ -1,16 +1,25 @@
 /// The `hex` codec: bytes as lower-case hex digits.
 public enum Hex {
-    private static let digits = Array("0123456789abcdef".utf8)
-
     /// Lower case, no separators: one canonical spelling, so retained payloads compare textually.
+    ///
+    /// Written straight into the string's storage: this runs for every notification of a `hex` channel, and an
+    /// intermediate byte array (one allocation and one free) and a table behind a lazy global were most of its cost.
     public static func encode(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0xF)])
+        guard !bytes.isEmpty else { return "" }
+        return String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            var index = 0
+            for byte in bytes {
+                out[index] = digit(byte >> 4)
+                out[index + 1] = digit(byte & 0xF)
+                index += 2
+            }
+            return index
         }
-        return String(decoding: out, as: UTF8.self)
+    }
+
+    @inline(__always)
+    private static func digit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") - 10 + nibble
     }
 
     /// Accepts either case, groups separated by spaces or colons ("01 02", "aa:bb"), and an optional `0x` on

@@ -200,7 +200,7 @@ extension ConnectionCore {
               let path = dbus_message_get_path(raw) else { return false }
         let sender = dbus_message_get_sender(raw)
         var consumed = false
-        for tap in taps.values where tap.path.withCString({ strcmp($0, path) == 0 }) && accepts(tap.sender, sender) {
+        for tap in taps.values where tap.path.withCString({ strcmp($0, path) == 0 }) && accepts(tap, sender) {
             guard let (value, alone) = PropertyTap.value(in: raw, interface: tap.interface, property: tap.property)
             else { continue }
             if tap.handler(value, alone) { consumed = true }
@@ -208,12 +208,15 @@ extension ConnectionCore {
         return consumed
     }
 
-    /// `accepts` for a sender libdbus holds as a C string.
-    private func accepts(_ ruleSender: String, _ sender: UnsafePointer<CChar>?) -> Bool {
+    /// `accepts` for a tap, with the sender as libdbus holds it (a C string). A well-known sender's watch is looked
+    /// up once per change of `owners`, not once per notification (a String hash and compare each time).
+    private func accepts(_ tap: PropertyTap, _ sender: UnsafePointer<CChar>?) -> Bool {
         guard let sender else { return false }
-        if ruleSender.withCString({ strcmp($0, sender) == 0 }) { return true }
-        if ruleSender.hasPrefix(":") { return false }
-        return owners[ruleSender]?.owner?.withCString { strcmp($0, sender) == 0 } ?? false
+        if tap.sender.withCString({ strcmp($0, sender) == 0 }) { return true }
+        if tap.senderIsUnique { return false }
+        let generation = ownersGeneration
+        if tap.ownerLookup.generation != generation { tap.ownerLookup = (generation, owners[tap.sender]) }
+        return tap.ownerLookup.watch?.owner?.withCString { strcmp($0, sender) == 0 } ?? false
     }
 
     private func headerMatches(_ sub: Subscription, _ message: DBusMessage) -> Bool {

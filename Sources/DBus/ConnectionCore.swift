@@ -34,6 +34,7 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
     private var _calls: [UInt64: PendingCall] = [:]
     private var _subscriptions: [UInt64: Subscription] = [:]
     private var _owners: [String: OwnerWatch] = [:]
+    private var _ownersGeneration: UInt64 = 0
     private var _taps: [UInt64: PropertyTap] = [:]
     private var _handlers: [String: @Sendable (DBusMessage) -> DBusReply] = [:]
 
@@ -64,7 +65,18 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
 
     var owners: [String: OwnerWatch] {
         _read { loop.kernel.assertOnLoopThread("ConnectionCore.owners"); yield _owners }
-        _modify { loop.kernel.assertOnLoopThread("ConnectionCore.owners"); yield &_owners }
+        _modify {
+            loop.kernel.assertOnLoopThread("ConnectionCore.owners")
+            _ownersGeneration &+= 1
+            yield &_owners
+        }
+    }
+
+    /// Moves on with every change to `owners`: a property tap's cached look-up of its sender's watch is good while
+    /// this has not moved (`PropertyTap.ownerLookup`).
+    var ownersGeneration: UInt64 {
+        loop.kernel.assertOnLoopThread("ConnectionCore.ownersGeneration")
+        return _ownersGeneration
     }
 
     var taps: [UInt64: PropertyTap] {

@@ -15,11 +15,20 @@ final class LoopKernel: @unchecked Sendable {
         var wakePending = false
     }
 
+    /// What a poll slot serves. Trivial (no references): the poll set is rebuilt on every turn, and clearing an
+    /// array of enums that held a handler closure was a destroy call per slot, per notification.
     private enum PollOwner {
         case wake
         case dbus(OpaquePointer)
-        case user(EventLoop.WatchID, @Sendable () -> Void)
+        /// An index into the round's user watches.
+        case user(Int)
         case source(Int)
+    }
+
+    private struct RoundWatch {
+        let id: EventLoop.WatchID
+        let fd: Int32
+        let handler: @Sendable () -> Void
     }
 
     private struct UserWatch {
@@ -37,8 +46,9 @@ final class LoopKernel: @unchecked Sendable {
     /// How many such removals are on their way: while none is, a ready watch needs no look-up in `removedWatches`
     /// (a lock and a hash per notification on the fd path).
     private let removalsPending = Atomic<Int>(0)
-    /// Bumped when a user watch is removed on the loop thread: a round whose poll set was built under the same
-    /// value can run the handlers it holds without looking each one up again.
+    /// Bumped when a user watch or a libdbus watch is removed on the loop thread: a round whose poll set was built
+    /// under the same value can serve the watches it holds without looking each one up again (a hash per ready
+    /// descriptor, on every notification).
     private var watchGeneration: UInt64 = 0
 
     // Loop-thread only: used through the accessors below, which check the thread in debug builds (in the spirit
@@ -47,7 +57,13 @@ final class LoopKernel: @unchecked Sendable {
     private var _dbusTimeouts = Set<OpaquePointer>()
     private var _deadlines = [OpaquePointer: Int64]()       // enabled timeouts → monotonic ms
     private var _userWatches = [EventLoop.WatchID: UserWatch]()
+    /// `userWatches` as a list, remade when one is added or removed: a round takes it as it is (one reference)
+    /// instead of building and clearing a list of handlers on every turn.
+    private var _userWatchList = [RoundWatch]()
     private var _toDispatch = [LoopDispatchable]()
+    /// The round's targets while they dispatch, swapped with `toDispatch` so that neither array's buffer is freed
+    /// and allocated again on every notification.
+    private var _dispatching = [LoopDispatchable]()
     private var _sources = [PollSource]()
 
     private var dbusWatches: Set<OpaquePointer> {
@@ -68,6 +84,11 @@ final class LoopKernel: @unchecked Sendable {
     private var userWatches: [EventLoop.WatchID: UserWatch] {
         _read { assertOnLoopThread("userWatches"); yield _userWatches }
         _modify { assertOnLoopThread("userWatches"); yield &_userWatches }
+    }
+
+    private var userWatchList: [RoundWatch] {
+        _read { assertOnLoopThread("userWatchList"); yield _userWatchList }
+        _modify { assertOnLoopThread("userWatchList"); yield &_userWatchList }
     }
 
     private var sources: [PollSource] {
@@ -148,11 +169,17 @@ final class LoopKernel: @unchecked Sendable {
 
     func addUserWatch(_ id: EventLoop.WatchID, fd: Int32, _ handler: @escaping @Sendable () -> Void) {
         userWatches[id] = UserWatch(fd: fd, handler: handler)
+        listUserWatches()
     }
 
     func removeUserWatch(_ id: EventLoop.WatchID) {
-        userWatches[id] = nil
+        guard userWatches.removeValue(forKey: id) != nil else { return }
         watchGeneration &+= 1
+        listUserWatches()
+    }
+
+    private func listUserWatches() {
+        userWatchList = userWatches.map { RoundWatch(id: $0.key, fd: $0.value.fd, handler: $0.value.handler) }
     }
 
     /// From another thread: the handler is not started again from now on; the loop forgets it on its next turn.
@@ -179,7 +206,9 @@ final class LoopKernel: @unchecked Sendable {
             LoopKernel.from(data).dbusWatches.insert(watch!)
             return 1
         }, { watch, data in
-            LoopKernel.from(data).dbusWatches.remove(watch!)
+            let kernel = LoopKernel.from(data)
+            kernel.dbusWatches.remove(watch!)
+            kernel.watchGeneration &+= 1
         }, { _, _ in
             // Enabled state is read from libdbus when the poll set is built.
         }, data, nil)
@@ -251,9 +280,10 @@ final class LoopKernel: @unchecked Sendable {
                 fds.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: events, revents: 0))
                 owners.append(.dbus(watch))
             }
-            for (id, watch) in userWatches {
+            let roundWatches = userWatchList     // this round's: a handler that adds or removes one changes the list
+            for (index, watch) in roundWatches.enumerated() {
                 fds.append(pollfd(fd: watch.fd, events: Int16(POLLIN), revents: 0))
-                owners.append(.user(id, watch.handler))
+                owners.append(.user(index))
             }
             sourceDeadlines.removeAll(keepingCapacity: true)
             sourceRevents.removeAll(keepingCapacity: true)
@@ -279,10 +309,10 @@ final class LoopKernel: @unchecked Sendable {
             }
             if ready > 0 {
                 for index in fds.indices where fds[index].revents != 0 {
-                    if case .source(let number) = owners[index] {
-                        sourceRevents[number] = fds[index].revents
-                    } else {
-                        handle(owners[index], revents: fds[index].revents, generation: generation)
+                    switch owners[index] {
+                    case .source(let number): sourceRevents[number] = fds[index].revents
+                    case .user(let number): handle(roundWatches[number], revents: fds[index].revents, generation: generation)
+                    case let owner: handle(owner, revents: fds[index].revents, generation: generation)
                     }
                 }
             }
@@ -303,10 +333,11 @@ final class LoopKernel: @unchecked Sendable {
     }
 
     private func runDispatch() {
-        while !toDispatch.isEmpty {
-            let targets = toDispatch
-            toDispatch.removeAll()
-            for target in targets { target.dispatch() }
+        assertOnLoopThread("runDispatch")
+        while !_toDispatch.isEmpty {
+            swap(&_dispatching, &_toDispatch)       // a target may schedule again: into the emptied array
+            for target in _dispatching { target.dispatch() }
+            _dispatching.removeAll(keepingCapacity: true)
         }
     }
 
@@ -349,25 +380,28 @@ final class LoopKernel: @unchecked Sendable {
             _ = read(wakeFD, &counter, 8)
         case .dbus(let watch):
             // libdbus may have removed or disabled it while handling an earlier fd of this round.
-            guard dbusWatches.contains(watch), dbus_watch_get_enabled(watch) != 0 else { return }
+            if generation != watchGeneration, !dbusWatches.contains(watch) { return }
+            guard dbus_watch_get_enabled(watch) != 0 else { return }
             var flags: UInt32 = 0
             if revents & Int16(POLLIN) != 0 { flags |= DBUS_WATCH_READABLE.rawValue }
             if revents & Int16(POLLOUT) != 0 { flags |= DBUS_WATCH_WRITABLE.rawValue }
             if revents & Int16(POLLERR) != 0 { flags |= DBUS_WATCH_ERROR.rawValue }
             if revents & Int16(POLLHUP) != 0 { flags |= DBUS_WATCH_HANGUP.rawValue }
             _ = dbus_watch_handle(watch, flags)
-        case .source:
-            break                   // served after the round, in `serveSources`
-        case .user(let id, let handler):
-            // An earlier handler of this round may have removed it (then the generation moved on).
-            if generation != watchGeneration, userWatches[id] == nil { return }
-            if removalsPending.load(ordering: .acquiring) > 0, removedWatches.withLock({ $0.contains(id) }) { return }
-            if revents & Int16(POLLNVAL) != 0 {
-                // A closed fd would spin the loop forever; the owner forgot removeWatch.
-                removeUserWatch(id)
-            }
-            handler()
+        case .source, .user:
+            break                   // a source is served after the round (`serveSources`); a user watch below
         }
+    }
+
+    private func handle(_ watch: RoundWatch, revents: Int16, generation: UInt64) {
+        // An earlier handler of this round may have removed it (then the generation moved on).
+        if generation != watchGeneration, userWatches[watch.id] == nil { return }
+        if removalsPending.load(ordering: .acquiring) > 0, removedWatches.withLock({ $0.contains(watch.id) }) { return }
+        if revents & Int16(POLLNVAL) != 0 {
+            // A closed fd would spin the loop forever; the owner forgot removeWatch.
+            removeUserWatch(watch.id)
+        }
+        watch.handler()
     }
 
     private func fireTimeouts() {

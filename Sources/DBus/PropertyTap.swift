@@ -19,6 +19,11 @@ final class PropertyTap: Sendable {
     /// The value, and whether it came alone (no other property changed or invalidated in the same signal). True
     /// consumes the signal: the subscriptions do not see it.
     let handler: @Sendable (_ value: [UInt8], _ alone: Bool) -> Bool
+    /// A unique bus name (":1.42") is matched as it is; a well-known one through its owner's watch.
+    let senderIsUnique: Bool
+    /// Loop thread only (`ConnectionCore`'s signal delivery): the owner watch of `sender` as looked up at
+    /// `ConnectionCore.ownersGeneration`, kept until that moves on.
+    nonisolated(unsafe) var ownerLookup: (generation: UInt64, watch: ConnectionCore.OwnerWatch?) = (.max, nil)
 
     init(sender: String, path: String, interface: String, property: String,
          handler: @escaping @Sendable (_ value: [UInt8], _ alone: Bool) -> Bool) {
@@ -27,6 +32,7 @@ final class PropertyTap: Sendable {
         self.interface = interface
         self.property = property
         self.handler = handler
+        senderIsUnique = sender.utf8.first == UInt8(ascii: ":")
     }
 
     /// The property's bytes if `raw`'s body is a `PropertiesChanged` (`sa{sv}as`) of `interface` that carries it as

@@ -1,3 +1,5 @@
+import DequeModule
+
 /// Message ids of QoS ≥ 1 messages given to libmosquitto and not yet acknowledged (its `on_publish`), so that the
 /// offline bound can cover libmosquitto's own queue, which keeps such messages across reconnects and is otherwise
 /// unbounded. A leaf lock guards it: `on_publish` runs inside libmosquitto calls made under other locks.
@@ -8,7 +10,10 @@
 /// Bytes are counted too, QoS 0 packets not yet written included: libmosquitto queues those without bound when the
 /// socket is slower than the publishers, so they count against the byte bound until written.
 struct InFlightLedger: Sendable {
-    private var pending: [Int32: Int] = [:]
+    /// QoS ≥ 1 ids and sizes in the order they were handed over. A broker acknowledges in the order it received the
+    /// messages (MQTT requires it for PUBACK), so an acknowledgement is almost always the first entry: no hashing per
+    /// message, as a dictionary would. Any other order is still found, by a walk from the front.
+    private var pending = Deque<(mid: Int32, size: Int)>()
     /// QoS 0 ids handed over before their write completed: their `on_publish` is not an acknowledgement.
     private var unwrittenQoS0: [Int32: Int] = [:]
     private var early: Set<Int32> = []
@@ -21,11 +26,12 @@ struct InFlightLedger: Sendable {
     var held: Held { Held(count: pending.count, bytes: bytes) }
 
     mutating func handedOver(mid: Int32, qos: MQTTQoS, bytes size: Int = 0) {
-        if early.remove(mid) != nil { return }
+        // `early` is almost always empty, and a look-up hashes even then: this runs for every value published.
+        if !early.isEmpty, early.remove(mid) != nil { return }
         if qos == .atMostOnce {
             unwrittenQoS0[mid] = size
         } else {
-            pending[mid] = size
+            pending.append((mid, size))
         }
         bytes += size
     }
@@ -33,8 +39,8 @@ struct InFlightLedger: Sendable {
     /// True when `mid` was a QoS ≥ 1 message counted here (so the count dropped).
     @discardableResult
     mutating func acknowledged(mid: Int32) -> Bool {
-        if let size = pending.removeValue(forKey: mid) {
-            bytes -= size
+        if let index = pending.first?.mid == mid ? pending.startIndex : pending.firstIndex(where: { $0.mid == mid }) {
+            bytes -= pending.remove(at: index).size
             return true
         }
         if let size = unwrittenQoS0.removeValue(forKey: mid) {

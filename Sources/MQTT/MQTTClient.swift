@@ -1,4 +1,5 @@
 internal import CMosquitto
+import Glibc
 import Logging
 import Synchronization
 
@@ -144,7 +145,10 @@ public final class MQTTClient: Sendable {
 
     func publish(_ outgoing: OutgoingMessage) -> MQTTPublishOutcome {
         let topic = outgoing.message.topic
-        guard !topic.utf8.contains(0), mosquitto_pub_topic_check(topic) == MOSQ_SUCCESS else {
+        // Through `withCString`: the implicit String-to-pointer conversion copies the topic into a new array on
+        // every call, and this runs for every value published. A NUL inside would cut the topic short in C.
+        let valid = topic.withCString { strlen($0) == topic.utf8.count && mosquitto_pub_topic_check($0) == MOSQ_SUCCESS }
+        guard valid else {
             return dropped(outgoing, reason: "invalid topic \(topic)")
         }
         if let data = outgoing.message.correlationData, data.count > Int(UInt16.max) {

@@ -52,6 +52,14 @@ public struct MQTTMessage: Sendable, Equatable {
         set { body = .bytes(newValue) }
     }
 
+    /// The payload's length in bytes, without making the byte array `payload` would for text.
+    public var payloadCount: Int {
+        switch body {
+        case .bytes(let bytes): bytes.count
+        case .text(let text): text.utf8.count
+        }
+    }
+
     /// The payload as text; invalid UTF-8 becomes U+FFFD rather than failing, since commands are text.
     public var payloadString: String {
         switch body {

@@ -157,9 +157,11 @@ final class MosquittoHandle: @unchecked Sendable {
                 if rc != MOSQ_SUCCESS { return (rc, false) }
             }
         }
-        let rc = message.withPayloadBytes { bytes in
-            mosquitto_publish_v5(pointer, &mid, message.topic, Int32(bytes.count), bytes.baseAddress,
-                                 message.qos.rawValue, message.retain, properties)
+        let rc = message.topic.withCString { topic in      // not the implicit conversion: it copies (`MQTTClient.publish`)
+            message.withPayloadBytes { bytes in
+                mosquitto_publish_v5(pointer, &mid, topic, Int32(bytes.count), bytes.baseAddress,
+                                     message.qos.rawValue, message.retain, properties)
+            }
         }
         return (rc, mosquitto_want_write(pointer))
     }

@@ -13,7 +13,7 @@ extension MQTTMessage {
     /// Bytes the message holds while queued: topic, payload and MQTT 5 properties plus a fixed overhead for the
     /// structures around them (libmosquitto keeps a packet and a copy; our queues keep the Swift value).
     public var footprint: Int {
-        topic.utf8.count + payload.count + (responseTopic?.utf8.count ?? 0) + (correlationData?.count ?? 0) + 128
+        topic.utf8.count + payloadCount + (responseTopic?.utf8.count ?? 0) + (correlationData?.count ?? 0) + 128
     }
 }
 
