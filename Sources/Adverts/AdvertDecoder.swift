@@ -9,8 +9,16 @@ public enum AdvertDecoder {
     ///   data is there but cannot be read (malformed, or not decryptable with `bindkey`).
     public static func decode(_ broadcast: Broadcast, formats: Set<AdvertFormat> = Set(AdvertFormat.allCases),
                               bindkey: [UInt8]? = nil) throws(AdvertError) -> AdvertResult {
+        try decode(broadcast, trying: order.filter(formats.contains), bindkey: bindkey)
+    }
+
+    /// The same with the formats already in `order`'s order (`AdvertSelection.ordered`): the daemon decodes every
+    /// broadcast of every device, and a set built and hashed for each one kept the standard library's hashing and
+    /// set allocation resident (docs/dev/MEMORY.md).
+    public static func decode(_ broadcast: Broadcast, trying formats: [AdvertFormat],
+                              bindkey: [UInt8]? = nil) throws(AdvertError) -> AdvertResult {
         var firstError: AdvertError?
-        for format in order where formats.contains(format) {
+        for format in formats {
             do {
                 return try decode(broadcast, as: format, bindkey: bindkey)
             } catch .notRecognised {

@@ -103,13 +103,14 @@ public enum BTHomeDecoder {
             objects.append(RawObject(id: id, kind: kind, bytes: payload[start..<next]))
             index = next
         }
-        let repeated = repeatedGroups(objects)
-        var counters: [String: Int] = [:]
-        for object in objects {
+        // Group numbers, not their descriptions: no String built, hashed or compared per object of every broadcast.
+        let groups = objects.map { groupNumbers[Int($0.id)] }
+        var numbered: [UInt8] = []
+        for (index, object) in objects.enumerated() {
             var postfix = ""
-            if let group = group(object.kind), repeated.contains(group) {
-                counters[group, default: 0] += 1
-                postfix = "_\(counters[group]!)"
+            if let group = groups[index], groups.count(where: { $0 == group }) > 1 {
+                numbered.append(group)
+                postfix = "_\(numbered.count { $0 == group })"
             }
             apply(object, postfix: postfix, to: &result)
         }
@@ -130,15 +131,14 @@ public enum BTHomeDecoder {
         }
     }
 
-    private static func repeatedGroups(_ objects: [RawObject]) -> Set<String> {
-        var seen: Set<String> = []
-        var repeated: Set<String> = []
-        for object in objects {
-            guard let group = group(object.kind) else { continue }
-            if !seen.insert(group).inserted { repeated.insert(group) }
+    /// Each object id's group as a number: the lowest id of the same description (`group`), nil for ids without
+    /// one (unknown, device information). Built once from the descriptions, so it cannot drift from them.
+    private static let groupNumbers: [UInt8?] = {
+        let descriptions = (0...255).map { BTHomeObjects.kind(UInt8($0)).flatMap(group) }
+        return descriptions.map { description in
+            description.flatMap { description in descriptions.firstIndex(of: description).map(UInt8.init) }
         }
-        return repeated
-    }
+    }()
 
     private static func apply(_ object: RawObject, postfix: String, to result: inout AdvertResult) {
         let bytes = object.bytes
@@ -149,9 +149,10 @@ public enum BTHomeDecoder {
                 result.packetID = UInt32(raw)
                 return
             }
-            result.set(name + postfix, DecimalRounding.scaled(raw, factor: factor), unit: unit)
+            result.set(postfix.isEmpty ? name : name + postfix, DecimalRounding.scaled(raw, factor: factor), unit: unit)
         case .binary(let name):
-            result.set(MeasurementNames.binary(name) + postfix, .state(ByteReading.unsignedLE(bytes) != 0))
+            let binary = MeasurementNames.binary(name)
+            result.set(postfix.isEmpty ? binary : binary + postfix, .state(ByteReading.unsignedLE(bytes) != 0))
         case .text:
             // Not UTF-8: the reference drops the object, so does this.
             if let text = String(validating: bytes, as: UTF8.self) { result.set("text" + postfix, .text(text)) }

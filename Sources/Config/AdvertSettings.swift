@@ -43,6 +43,14 @@ public enum AdvertSelection: Sendable, Equatable {
         }
     }
 
+    /// The same formats in the order the decoder tries them (`AdvertDecoder.order`), for decoding each broadcast.
+    public var ordered: [AdvertFormat] {
+        switch self {
+        case .auto: AdvertDecoder.order
+        case .format(let format): [format]
+        }
+    }
+
     public var name: String {
         switch self {
         case .auto: "auto"

@@ -259,19 +259,19 @@ enum Marshalling {
             guard let base, count > 0 else { return .byteArray([]) }
             return .byteArray(Array(UnsafeBufferPointer(start: base, count: Int(count))))
         }
-        // The array's own signature names the element type even when the array is empty.
-        let full: String
+        // The array's own signature names the element type even when the array is empty. Cut as bytes (signatures
+        // are ASCII): `String`'s own `dropFirst` and `prefix` step by grapheme, and this runs for every array of every
+        // message, so their Unicode code stayed resident (docs/dev/MEMORY.md).
+        var full: [UInt8] = [UInt8(ascii: "a")]
         if let raw = dbus_message_iter_get_signature(&iter) {
-            full = String(cString: raw)
+            full = Array(UnsafeRawBufferPointer(start: raw, count: strlen(raw)))
             dbus_free(raw)
-        } else {
-            full = "a"
         }
-        let element = String(full.dropFirst())
+        let element = String(decoding: full.dropFirst(), as: UTF8.self)
         if elementType == TypeCode.dictEntry {
-            let inner = element.dropFirst().dropLast()          // strip { }
-            let key = String(inner.prefix(1))
-            let value = String(inner.dropFirst())
+            let inner = full.dropFirst(2).dropLast()            // strip a{ }
+            let key = String(decoding: inner.prefix(1), as: UTF8.self)
+            let value = String(decoding: inner.dropFirst(), as: UTF8.self)
             var entries = [DBusDictEntry]()
             while dbus_message_iter_get_arg_type(&sub) == TypeCode.dictEntry {
                 var pair = DBusMessageIter()

@@ -156,7 +156,7 @@ public struct AdvertTracker: Sendable {
         }
         let result: AdvertResult
         do {
-            result = try AdvertDecoder.decode(broadcast, formats: advertiser.formats,
+            result = try AdvertDecoder.decode(broadcast, trying: advertiser.device.advert?.ordered ?? [],
                                               bindkey: advertiser.device.bindkey?.bytes)
         } catch {
             advertiser.lastBroadcast = (broadcast, now, false)
@@ -225,18 +225,19 @@ public struct AdvertTracker: Sendable {
     }
 
     private func publish(_ result: AdvertResult, on advertiser: inout Advertiser, _ out: inout [AdvertAction]) {
-        let reserved = advertiser.reservedLevels
         for measurement in result.measurements {
             guard let payload = AdvertPayloads.payload(measurement.value) else { continue }
             let name = sanitizeTopicLevel(measurement.name)
-            guard !reserved.contains(name), !(result.format.isBeacon && name == AdvertPayloads.presence) else { continue }
+            guard !advertiser.reserves(name), !(result.format.isBeacon && name == AdvertPayloads.presence) else {
+                continue
+            }
             announce(.measurement(name: name, unit: measurement.unit, kind: AdvertPayloads.kind(measurement.value)),
                      on: &advertiser, &out)
             set(name, payload, on: &advertiser, &out)
         }
         for event in result.events {
             let name = sanitizeTopicLevel(event.name)
-            guard !reserved.contains(name) else { continue }
+            guard !advertiser.reserves(name) else { continue }
             var types = AdvertEventTypes.types(of: event.name)
             if case .event(_, let known)? = advertiser.entities[name] {
                 types = known + types.filter { !known.contains($0) }

@@ -50,9 +50,11 @@ struct Advertiser: Sendable {
     var formats: Set<AdvertFormat> { device.advert?.formats ?? [] }
 
     /// Topic levels a reading must not take: the device's channels (a channel wins over a reading of the same
-    /// name) and the topics the bridge keeps for every device.
-    var reservedLevels: Set<String> {
-        Set(device.channels.map(\.topicLevel)).union(["availability", "rssi", "owner"])
+    /// name) and the topics the bridge keeps for every device. Compared, not looked up in a set built for every
+    /// broadcast (docs/dev/MEMORY.md).
+    func reserves(_ level: String) -> Bool {
+        level == "availability" || level == "rssi" || level == "owner"
+            || device.channels.contains { $0.topicLevel == level }
     }
 
     /// An RSSI is published when it moved by `step` dB or more, else at most once a `period`: BlueZ reports one
