@@ -21,7 +21,8 @@ struct DeliveryTracker: Sendable {
 
     /// libmosquitto's on_publish for `mid`; true when that completed everything.
     mutating func acknowledged(mid: Int32) -> Bool {
-        if pending.remove(mid) != nil { return complete() }
+        // Every acknowledgement comes here, and only shutdown's final messages are tracked: no hash while none is.
+        if !pending.isEmpty, pending.remove(mid) != nil { return complete() }
         if isTracking { earlyAcknowledgements.insert(mid) }
         return false
     }

@@ -39,7 +39,11 @@ struct InFlightLedger: Sendable {
     /// True when `mid` was a QoS ≥ 1 message counted here (so the count dropped).
     @discardableResult
     mutating func acknowledged(mid: Int32) -> Bool {
-        if let index = pending.first?.mid == mid ? pending.startIndex : pending.firstIndex(where: { $0.mid == mid }) {
+        if pending.first?.mid == mid {
+            bytes -= pending.removeFirst().size
+            return true
+        }
+        if let index = pending.firstIndex(where: { $0.mid == mid }) {
             bytes -= pending.remove(at: index).size
             return true
         }

@@ -32,6 +32,10 @@ public final class MQTTClient: Sendable {
     let stopRequested = Atomic<Bool>(false)
     /// Written in the message callback, where the session lock must not be taken.
     let oversizeDropped = Atomic<Int>(0)
+    /// The last topic `publish` found valid. A channel publishes to one topic, value after value, and comparing the
+    /// same string is one compare of its storage, where libmosquitto's check walks and decodes it (then does so again
+    /// inside `mosquitto_publish`). A leaf lock.
+    let checkedTopic = Mutex<String?>(nil)
     let messageSink: AsyncStream<MQTTInbound>.Continuation
     let dropSink: AsyncStream<MQTTDropReport>.Continuation
 
@@ -139,16 +143,13 @@ public final class MQTTClient: Sendable {
     /// Publishes `message` with its MQTT 5 request metadata (`responseTopic`, `correlationData`), which MQTT 3.1.1
     /// cannot carry and drops. Like the other `publish` methods, never blocks on the network.
     @discardableResult
-    public func publish(_ message: MQTTMessage) -> MQTTPublishOutcome {
+    public func publish(_ message: consuming MQTTMessage) -> MQTTPublishOutcome {
         publish(OutgoingMessage(message: message))
     }
 
     func publish(_ outgoing: OutgoingMessage) -> MQTTPublishOutcome {
         let topic = outgoing.message.topic
-        // Through `withCString`: the implicit String-to-pointer conversion copies the topic into a new array on
-        // every call, and this runs for every value published. A NUL inside would cut the topic short in C.
-        let valid = topic.withCString { strlen($0) == topic.utf8.count && mosquitto_pub_topic_check($0) == MOSQ_SUCCESS }
-        guard valid else {
+        guard checkedTopic.withLock({ $0 == topic }) || isValidTopic(topic) else {
             return dropped(outgoing, reason: "invalid topic \(topic)")
         }
         if let data = outgoing.message.correlationData, data.count > Int(UInt16.max) {
@@ -269,6 +270,15 @@ public final class MQTTClient: Sendable {
     /// When the network thread holds the I/O lock (reading PUBACKs), the message is deferred to it rather than
     /// waited for (`mayDefer`; the network thread itself passes false). Shutdown's tracked messages defer too when
     /// others are already waiting, so they stay last.
+    /// libmosquitto's check, and no NUL inside (C would cut the topic short there); remembered when it passes.
+    /// Through `withCString`: the implicit String-to-pointer conversion copies the topic into a new array each time.
+    private func isValidTopic(_ topic: String) -> Bool {
+        guard topic.withCString({ strlen($0) == topic.utf8.count && mosquitto_pub_topic_check($0) == MOSQ_SUCCESS })
+        else { return false }
+        checkedTopic.withLock { $0 = topic }
+        return true
+    }
+
     func handOver(_ outgoing: OutgoingMessage, state: inout SessionState, mayDefer: Bool = true) -> MQTTPublishOutcome {
         var mid: Int32 = 0
         let attempt: (rc: Int32, wantsWrite: Bool)?

@@ -73,8 +73,13 @@ public struct MQTTMessage: Sendable, Equatable {
         switch self.body {
         case .bytes(let bytes):
             return bytes.withUnsafeBytes(body)
-        case .text(var text):
-            return text.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+        case .text(let text):
+            // Not `withUTF8`, which is mutating and so copies the string first (a retain and a release per message).
+            if let result = text.utf8.withContiguousStorageIfAvailable({ body(UnsafeRawBufferPointer($0)) }) {
+                return result
+            }
+            var copy = text
+            return copy.withUTF8 { body(UnsafeRawBufferPointer($0)) }
         }
     }
 

@@ -53,6 +53,11 @@ private let quietLogger: Logger = {
         #expect(await eventually { lateLog.messages.count == 1 })
         #expect(lateLog.messages.first == MQTTMessage(topic: "rt/retained", string: "kept", qos: .atLeastOnce, retain: true))
         #expect(client.publish(topic: "rt/+", string: "bad") == .dropped("invalid topic rt/+"))
+        // The remembered valid topic never lets another through: each is checked when it differs.
+        #expect(client.publish(topic: "rt/x", string: "ok") == .handedOver)
+        #expect(client.publish(topic: "rt/#", string: "bad") == .dropped("invalid topic rt/#"))
+        #expect(client.publish(topic: "rt/x\u{0}y", string: "bad") == .dropped("invalid topic rt/x\u{0}y"))
+        #expect(client.publish(topic: "rt/x", string: "ok") == .handedOver)
         await late.shutdown()
         await client.shutdown()
         #expect(client.publish(topic: "rt/x", string: "after") == .dropped("client shut down"))

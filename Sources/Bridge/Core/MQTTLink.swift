@@ -26,8 +26,12 @@ public final class MQTTLink: BrokerLink, Sendable {
     }
 
     public func publish(_ topic: String, _ payload: String, qos: Int = 1, retain: Bool = false) {
-        publish(MQTTMessage(topic: topic, string: payload, qos: MQTTQoS(rawValue: Int32(qos)) ?? .atLeastOnce,
-                            retain: retain))
+        let qos = MQTTQoS(rawValue: Int32(qos)) ?? .atLeastOnce
+        // Made inside the lock and handed on (`consuming`): every value published comes this way, and a message
+        // made outside would be copied into the closure's call.
+        current.withLock { client in
+            _ = client.publish(MQTTMessage(topic: topic, string: payload, qos: qos, retain: retain))
+        }
     }
 
     public func publish(_ message: MQTTMessage) {
