@@ -19,11 +19,11 @@ import Testing
         var values: [Double] = [0, -0.0, 2.675, 0.125, 0.375, -1.005, 1.75, 1e-300, -1e-300, 5e-324, 0x1p52 - 0.5,
                                 0x1p52, 0x1p53, 123_456_789.123_456_789, -0.0049, 0.005, 0.015, 0.025]
         for factor in [0.01, 0.1, 0.001, 0.000001, 0.35, 0.005, 0.0625, 1.0 / 200, 1.0 / 400, 0.00980665] {
-            for raw in stride(from: -70_000, through: 70_000, by: 7) { values.append(Double(raw) * factor) }
+            for raw in stride(from: -70_000, through: 70_000, by: 61) { values.append(Double(raw) * factor) }
         }
         for k in -4_000...4_000 { values += [Double(k) / 8, Double(k) / 1024, Double(k) / 2] }
         var generator = SystemRandomNumberGenerator()
-        for _ in 0..<100_000 {
+        for _ in 0..<10_000 {
             let exponent = UInt64.random(in: 900...1_100, using: &generator) << 52
             values.append(Double(bitPattern: generator.next() & ~(UInt64(0x7FF) << 52) | exponent))
         }
@@ -36,7 +36,7 @@ import Testing
                 #expect(exact.bitPattern == viaText.bitPattern, "round(\(value), \(places))")
             }
         }
-        #expect(compared > 2_000_000)
+        #expect(compared > 250_000)
     }
 
     @Test func placesOfAFactor() {
