@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -104,7 +105,7 @@ def wrap(binary: Path, out: Path) -> Path:
         old.unlink()
     script = out.with_suffix(".sh")
     script.write_text(f"#!/bin/sh\nexec valgrind --tool=callgrind --instr-atstart=no "
-                      f"--callgrind-out-file={out}.%p {binary} \"$@\"\n")
+                      f"--callgrind-out-file={shlex.quote(str(out) + '.%p')} {shlex.quote(str(binary))} \"$@\"\n")
     script.chmod(0o755)
     return script
 
