@@ -52,9 +52,6 @@ final class LoopKernel: @unchecked Sendable {
     private var _deadlines = [OpaquePointer: Int64]()       // enabled timeouts → monotonic ns
     private var _userWatches = [EventLoop.WatchID: UserWatch]()
     private var _toDispatch = [LoopDispatchable]()
-    /// The round's targets while they dispatch, swapped with `toDispatch` so that neither array's buffer is freed
-    /// and allocated again on every notification.
-    private var _dispatching = [LoopDispatchable]()
     private var _sources = [PollSource]()
 
     private var dbusWatches: Set<OpaquePointer> {
@@ -249,9 +246,10 @@ final class LoopKernel: @unchecked Sendable {
     private func run() {
         threadID.store(UInt(pthread_self()), ordering: .releasing)
         var set = PollSet()
+        var dispatching = [LoopDispatchable]()
         while !stopRequested.load(ordering: .acquiring) {
             runQueued()
-            runDispatch()
+            if dispatchPending.load(ordering: .relaxed) { runDispatch(&dispatching) }
             if stopRequested.load(ordering: .acquiring) { break }
 
             if pollSetStale.load(ordering: .relaxed) { remake(&set) }
@@ -316,15 +314,16 @@ final class LoopKernel: @unchecked Sendable {
         for item in items { item() }
     }
 
-    private func runDispatch() {
-        guard dispatchPending.load(ordering: .relaxed) else { return }
+    /// `dispatching` is the run's, kept between turns: swapped with `toDispatch` so that neither array's buffer is
+    /// freed and allocated again on every notification, and with one access to the kernel's stored property per pass.
+    private func runDispatch(_ dispatching: inout [LoopDispatchable]) {
         assertOnLoopThread("runDispatch")
-        while !_toDispatch.isEmpty {
-            swap(&_dispatching, &_toDispatch)       // a target may schedule again: into the emptied array
-            for target in _dispatching { target.dispatch() }
-            _dispatching.removeAll(keepingCapacity: true)
+        while dispatchPending.load(ordering: .relaxed) {
+            dispatchPending.store(false, ordering: .relaxed)
+            swap(&dispatching, &_toDispatch)        // a target may schedule again: into the emptied array
+            for target in dispatching { target.dispatch() }
+            dispatching.removeAll(keepingCapacity: true)
         }
-        dispatchPending.store(false, ordering: .relaxed)
     }
 
     /// Serves each source whose descriptor was ready or whose deadline passed, in the order they were added, after
