@@ -119,7 +119,7 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
             return
         }
         dbus_connection_set_dispatch_status_function(conn, { _, status, data in
-            Unmanaged<ConnectionCore>.fromOpaque(data!).takeUnretainedValue().statusChanged(status)
+            ConnectionCore.with(data) { $0.statusChanged(status) }
         }, data, nil)
         connected.store(true, ordering: .releasing)
         startCall(destination: Bus.name, path: Bus.path, interface: Bus.interface, member: "Hello",
@@ -193,7 +193,15 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
     }
 
     private static let filterFunction: DBusHandleMessageFunction = { _, message, data in
-        Unmanaged<ConnectionCore>.fromOpaque(data!).takeUnretainedValue().filter(message!)
+        ConnectionCore.with(data) { $0.filter(message!) }
+    }
+
+    /// `data` is the core, unretained. While libdbus can call the filter or the dispatch-status function, the core is
+    /// held: by its `DBusConnection`, then by the loop work that shuts it down and releases the connection (where both
+    /// are removed), all on the loop thread with the calls. So it is borrowed for each call instead of retained and
+    /// released around it (three times per message).
+    private static func with<Result>(_ data: UnsafeMutableRawPointer?, _ body: (ConnectionCore) -> Result) -> Result {
+        Unmanaged<ConnectionCore>.fromOpaque(data!)._withUnsafeGuaranteedRef(body)
     }
 
     private func filter(_ message: OpaquePointer) -> DBusHandlerResult {

@@ -184,35 +184,41 @@ final class LoopKernel: @unchecked Sendable {
     func install(on connection: OpaquePointer) -> Bool {
         let data = Unmanaged.passUnretained(self).toOpaque()
         let watches = dbus_connection_set_watch_functions(connection, { watch, data in
-            let kernel = LoopKernel.from(data)
-            kernel.dbusWatches.insert(watch!)
-            kernel.pollSetStale.store(true, ordering: .relaxed)
+            LoopKernel.with(data) { kernel in
+                kernel.dbusWatches.insert(watch!)
+                kernel.pollSetStale.store(true, ordering: .relaxed)
+            }
             return 1
         }, { watch, data in
-            let kernel = LoopKernel.from(data)
-            kernel.dbusWatches.remove(watch!)
-            kernel.pollSetStale.store(true, ordering: .relaxed)
+            LoopKernel.with(data) { kernel in
+                kernel.dbusWatches.remove(watch!)
+                kernel.pollSetStale.store(true, ordering: .relaxed)
+            }
         }, { _, data in
             // Enabled state and flags are read from libdbus when the poll set is remade.
-            LoopKernel.from(data).pollSetStale.store(true, ordering: .relaxed)
+            LoopKernel.with(data) { $0.pollSetStale.store(true, ordering: .relaxed) }
         }, data, nil)
         let timeouts = dbus_connection_set_timeout_functions(connection, { timeout, data in
-            LoopKernel.from(data).addTimeout(timeout!)
+            LoopKernel.with(data) { $0.addTimeout(timeout!) }
             return 1
         }, { timeout, data in
-            LoopKernel.from(data).removeTimeout(timeout!)
+            LoopKernel.with(data) { $0.removeTimeout(timeout!) }
         }, { timeout, data in
-            LoopKernel.from(data).toggleTimeout(timeout!)
+            LoopKernel.with(data) { $0.toggleTimeout(timeout!) }
         }, data, nil)
         dbus_connection_set_wakeup_main_function(connection, { data in
-            let kernel = LoopKernel.from(data)
-            if !kernel.isLoopThread { kernel.wake() }
+            LoopKernel.with(data) { kernel in
+                if !kernel.isLoopThread { kernel.wake() }
+            }
         }, data, nil)
         return watches != 0 && timeouts != 0
     }
 
-    private static func from(_ data: UnsafeMutableRawPointer?) -> LoopKernel {
-        Unmanaged<LoopKernel>.fromOpaque(data!).takeUnretainedValue()
+    /// `data` is the kernel, unretained: its loop thread holds it for as long as libdbus can call back (every call is
+    /// on that thread), so it is borrowed for the call instead of retained and released around each one, the
+    /// wake-up function's with every message.
+    private static func with<Result>(_ data: UnsafeMutableRawPointer?, _ body: (LoopKernel) -> Result) -> Result {
+        Unmanaged<LoopKernel>.fromOpaque(data!)._withUnsafeGuaranteedRef(body)
     }
 
     private func addTimeout(_ timeout: OpaquePointer) {
