@@ -315,6 +315,9 @@ final class LoopKernel: @unchecked Sendable {
                     case let owner: handle(owner, revents: fds[index].revents, generation: generation)
                     }
                 }
+                // What the D-Bus watch just read is dispatched now, before the sources' turn: a notification's
+                // PUBLISH is written straight after its signal was read, as a plain C relay would.
+                runDispatch()
             }
             if !sourceDeadlines.isEmpty { serveSources(deadlines: sourceDeadlines, revents: sourceRevents) }
             fireTimeouts()
