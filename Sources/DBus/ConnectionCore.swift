@@ -119,7 +119,7 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
             return
         }
         dbus_connection_set_dispatch_status_function(conn, { _, status, data in
-            ConnectionCore.with(data) { $0.statusChanged(status) }
+            Unmanaged<ConnectionCore>.fromOpaque(data!)._withUnsafeGuaranteedRef { $0.statusChanged(status) }
         }, data, nil)
         connected.store(true, ordering: .releasing)
         startCall(destination: Bus.name, path: Bus.path, interface: Bus.interface, member: "Hello",
@@ -192,16 +192,12 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
         while let conn = raw, dbus_connection_dispatch(conn) == DBUS_DISPATCH_DATA_REMAINS {}
     }
 
+    /// libdbus's callbacks borrow the core rather than retain it. They run inside `dispatch` (the kernel's dispatch
+    /// list holds the core meanwhile) or inside a watch's read (which only schedules a dispatch), and `release`
+    /// removes them before the core can go. A pending call's weak reference gives the core a side table, where every
+    /// retain and release takes the slow path: these were about half of those per signal.
     private static let filterFunction: DBusHandleMessageFunction = { _, message, data in
-        ConnectionCore.with(data) { $0.filter(message!) }
-    }
-
-    /// `data` is the core, unretained. While libdbus can call the filter or the dispatch-status function, the core is
-    /// held: by its `DBusConnection`, then by the loop work that shuts it down and releases the connection (where both
-    /// are removed), all on the loop thread with the calls. So it is borrowed for each call instead of retained and
-    /// released around it (three times per message).
-    private static func with<Result>(_ data: UnsafeMutableRawPointer?, _ body: (ConnectionCore) -> Result) -> Result {
-        Unmanaged<ConnectionCore>.fromOpaque(data!)._withUnsafeGuaranteedRef(body)
+        Unmanaged<ConnectionCore>.fromOpaque(data!)._withUnsafeGuaranteedRef { $0.filter(message!) }
     }
 
     private func filter(_ message: OpaquePointer) -> DBusHandlerResult {

@@ -283,6 +283,9 @@ final class LoopKernel: @unchecked Sendable {
                     case .user(let number): handle(set.watches[number], revents: revents)
                     }
                 }
+                // What the D-Bus watch just read is dispatched now, before the sources' turn: a notification's
+                // PUBLISH is written straight after its signal was read, as a plain C relay would.
+                if dispatchPending.load(ordering: .relaxed) { runDispatch(&dispatching) }
             }
             if set.sources.isEmpty, earliestTimeout.load(ordering: .relaxed) == .max { continue }
             let now = Self.nowNs()           // one clock read after the poll, for the sources and the timeouts

@@ -147,6 +147,46 @@ public final class MQTTClient: Sendable {
         publish(OutgoingMessage(message: message))
     }
 
+    /// A value's way out (every notification comes here): text for `topic`, published without making an
+    /// `MQTTMessage` when it can go to libmosquitto at once. The general path makes one and copies and destroys it
+    /// several times on the way (a retain and a release of its strings each time). A message that has to wait
+    /// (not connected, older ones waiting, the I/O lock taken by the network thread) or a topic not yet checked
+    /// takes the general path, with the same outcome as `publish(_:)`.
+    @discardableResult
+    public func publish(topic: String, text: String, qos: MQTTQoS, retain: Bool) -> MQTTPublishOutcome {
+        if checkedTopic.withLock({ $0 == topic }) {
+            let direct = session.withLock { state -> MQTTPublishOutcome? in
+                guard route(qos: qos, state) == .handOver, state.deferred.isEmpty else { return nil }
+                var mid: Int32 = 0
+                guard let result = handle.tryPublish(topic: topic, text: text, qos: qos, retain: retain, mid: &mid)
+                else { return nil }
+                let footprint = MQTTMessage.footprint(topicBytes: topic.utf8.count, payloadBytes: text.utf8.count)
+                return settle(result, mid: mid, qos: qos, footprint: footprint, tracked: false, state: &state)
+            }
+            if let direct { return direct }
+        }
+        return publish(OutgoingMessage(message: MQTTMessage(topic: topic, string: text, qos: qos, retain: retain)))
+    }
+
+    /// Where a message of `qos` goes in `state`: the one decision both publish paths share.
+    enum Route: Equatable {
+        case stopped, handOver, overByteBound, notConnected, buffer
+    }
+
+    func route(qos: MQTTQoS, _ state: SessionState) -> Route {
+        switch state.phase {
+        case .stopped: .stopped
+        // libmosquitto already holds the bound's worth of unwritten packets (a flood faster than the socket): a
+        // QoS 0 message is MQTT's to lose, and it is counted.
+        case _ where state.ready && qos == .atMostOnce: overByteBound(state) ? .overByteBound : .handOver
+        case _ where state.ready && mayHandOverDirectly(state): .handOver
+        case _ where qos == .atMostOnce: .notConnected
+        // Offline, or libmosquitto holds the bound's worth unacknowledged (then older buffered messages wait for
+        // PUBACKs and the network thread hands them over, this one after them).
+        default: .buffer
+        }
+    }
+
     func publish(_ outgoing: OutgoingMessage) -> MQTTPublishOutcome {
         let topic = outgoing.message.topic
         guard checkedTopic.withLock({ $0 == topic }) || isValidTopic(topic) else {
@@ -156,23 +196,17 @@ public final class MQTTClient: Sendable {
             return dropped(outgoing, reason: "correlation data over 65535 bytes")
         }
         let (outcome, evicted) = session.withLock { state -> (MQTTPublishOutcome, [OutgoingMessage]) in
-            switch state.phase {
+            switch route(qos: outgoing.message.qos, state) {
             case .stopped:
                 return (.dropped("client shut down"), [])
-            case _ where state.ready && outgoing.message.qos == .atMostOnce && !overByteBound(state):
+            case .handOver:
                 return (handOver(outgoing, state: &state), [])
-            case _ where state.ready && outgoing.message.qos == .atMostOnce:
-                // libmosquitto already holds the bound's worth of unwritten packets (a flood faster than the
-                // socket): a QoS 0 message is MQTT's to lose, and it is counted.
+            case .overByteBound:
                 return (.dropped("over the byte bound (QoS 0)"), [])
-            case _ where state.ready && mayHandOverDirectly(state):
-                return (handOver(outgoing, state: &state), [])
-            case _ where outgoing.message.qos == .atMostOnce:
+            case .notConnected:
                 state.droppedQoS0 += 1
                 return (.dropped("not connected (QoS 0)"), [])
-            default:
-                // Offline, or libmosquitto holds the bound's worth unacknowledged (then older buffered messages
-                // wait for PUBACKs and the network thread hands them over, this one after them).
+            case .buffer:
                 let held = heldBeside(state)
                 let full = state.buffer.isFull(held: held)
                 let evicted = state.buffer.append(outgoing, held: held)
@@ -196,7 +230,9 @@ public final class MQTTClient: Sendable {
     /// new messages queue in our buffer, whose eviction keeps the total flat, instead of in libmosquitto's
     /// unbounded queue. The bound never goes below libmosquitto's own in-flight window.
     func mayHandOverDirectly(_ state: SessionState) -> Bool {
-        state.buffer.isEmpty && inFlight.withLock { $0.count } < inFlightGate && !overByteBound(state)
+        guard state.buffer.isEmpty else { return false }
+        let (count, bytes) = inFlight.withLock { ($0.count, $0.held.bytes) }     // one lock for both
+        return count < inFlightGate && bytes + state.deferred.bytes < configuration.offlineBufferBytes
     }
 
     /// What libmosquitto holds plus what waits for the network thread, against which the buffer's bound is kept.
@@ -294,22 +330,30 @@ public final class MQTTClient: Sendable {
             wake.signal()
             return .handedOver
         }
+        let outcome = settle(result, mid: mid, qos: outgoing.message.qos, footprint: outgoing.footprint,
+                             tracked: outgoing.tracked, state: &state)
+        // A publisher sees the outcome; on the network thread nobody does, so it is logged there.
+        if !mayDefer, case .dropped(let reason) = outcome { return dropped(outgoing, reason: reason) }
+        return outcome
+    }
+
+    /// After libmosquitto took (or refused) a message: the write left waiting, the refusal counted, or the message
+    /// entered in the in-flight ledger (and the shutdown tracker for a tracked one).
+    func settle(_ result: (rc: Int32, wantsWrite: Bool), mid: Int32, qos: MQTTQoS, footprint: Int, tracked: Bool,
+                state: inout SessionState) -> MQTTPublishOutcome {
         // A write that did not complete (socket buffer full) or a packet queued while the network thread is inside a
         // callback waits for the network thread, which only polls for POLLOUT when told.
         if result.wantsWrite { wake.signal() }
         let rc = result.rc
-        let accepted = rc == MOSQ_SUCCESS || (outgoing.message.qos > .atMostOnce && queuedDespiteError.contains(rc))
-        guard accepted else {
+        guard rc == MOSQ_SUCCESS || (qos > .atMostOnce && queuedDespiteError.contains(rc)) else {
             if rc == MOSQ_NO_CONN {
                 state.droppedQoS0 += 1
                 reportDrop(.notConnected, count: 1)
             }
-            // A publisher sees the outcome; on the network thread nobody does, so it is logged there.
-            if mayDefer { return .dropped(mosquittoDescription(rc)) }
-            return dropped(outgoing, reason: mosquittoDescription(rc))
+            return .dropped(mosquittoDescription(rc))
         }
-        inFlight.withLock { $0.handedOver(mid: mid, qos: outgoing.message.qos, bytes: outgoing.footprint) }
-        if outgoing.tracked, deliveries.withLock({ $0.handedOver(mid: mid) }) { finalMessagesDelivered.open() }
+        inFlight.withLock { $0.handedOver(mid: mid, qos: qos, bytes: footprint) }
+        if tracked, deliveries.withLock({ $0.handedOver(mid: mid) }) { finalMessagesDelivered.open() }
         return .handedOver
     }
 

@@ -74,13 +74,18 @@ public struct MQTTMessage: Sendable, Equatable {
         case .bytes(let bytes):
             return bytes.withUnsafeBytes(body)
         case .text(let text):
-            // Not `withUTF8`, which is mutating and so copies the string first (a retain and a release per message).
-            if let result = text.utf8.withContiguousStorageIfAvailable({ body(UnsafeRawBufferPointer($0)) }) {
-                return result
-            }
-            var copy = text
-            return copy.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+            return Self.withUTF8(of: text, body)
         }
+    }
+
+    /// Calls `body` with `text`'s UTF-8 bytes. Not `String.withUTF8`, which is mutating and so copies the string
+    /// first (a retain and a release per message).
+    static func withUTF8<R>(of text: String, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        if let result = text.utf8.withContiguousStorageIfAvailable({ body(UnsafeRawBufferPointer($0)) }) {
+            return result
+        }
+        var copy = text
+        return copy.withUTF8 { body(UnsafeRawBufferPointer($0)) }
     }
 
     /// Equal when everything a subscriber would see is: the same bytes, whether they were given as text or not.

@@ -138,6 +138,20 @@ final class MosquittoHandle: @unchecked Sendable {
         io.withLockIfAvailable { publishLocked(message, mid: &mid) }
     }
 
+    /// `tryPublish` for a value given as topic and text (`MQTTClient.publish(topic:text:qos:retain:)`), without
+    /// MQTT 5 properties.
+    func tryPublish(topic: String, text: String, qos: MQTTQoS, retain: Bool, mid: inout Int32) -> (rc: Int32, wantsWrite: Bool)? {
+        io.withLockIfAvailable {
+            let rc = topic.withCString { topic in
+                MQTTMessage.withUTF8(of: text) { bytes in
+                    mosquitto_publish_v5(pointer, &mid, topic, Int32(bytes.count), bytes.baseAddress, qos.rawValue,
+                                         retain, nil)
+                }
+            }
+            return (rc, mosquitto_want_write(pointer))
+        }
+    }
+
     private func publishLocked(_ message: MQTTMessage, mid: inout Int32) -> (rc: Int32, wantsWrite: Bool) {
         io.assertHeld()
         // MQTT 3.1.1 has no properties (libmosquitto refuses a list there), so request metadata is dropped.

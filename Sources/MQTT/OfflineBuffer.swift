@@ -13,8 +13,12 @@ extension MQTTMessage {
     /// Bytes the message holds while queued: topic, payload and MQTT 5 properties plus a fixed overhead for the
     /// structures around them (libmosquitto keeps a packet and a copy; our queues keep the Swift value).
     public var footprint: Int {
-        topic.utf8.count + payloadCount + (responseTopic?.utf8.count ?? 0) + (correlationData?.count ?? 0) + 128
+        Self.footprint(topicBytes: topic.utf8.count, payloadBytes: payloadCount)
+            + (responseTopic?.utf8.count ?? 0) + (correlationData?.count ?? 0)
     }
+
+    /// The footprint of a message without MQTT 5 properties, for a value published without making a message.
+    static func footprint(topicBytes: Int, payloadBytes: Int) -> Int { topicBytes + payloadBytes + 128 }
 }
 
 /// What libmosquitto holds for us and what still waits to be handed to it, counted together against one bound.

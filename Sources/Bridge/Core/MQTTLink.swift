@@ -27,10 +27,10 @@ public final class MQTTLink: BrokerLink, Sendable {
 
     public func publish(_ topic: String, _ payload: String, qos: Int = 1, retain: Bool = false) {
         let qos = MQTTQoS(rawValue: Int32(qos)) ?? .atLeastOnce
-        // Made inside the lock and handed on (`consuming`): every value published comes this way, and a message
-        // made outside would be copied into the closure's call.
+        // Every value published comes this way: topic and text go to the client as they are, which makes a message
+        // only if this one has to wait.
         current.withLock { client in
-            _ = client.publish(MQTTMessage(topic: topic, string: payload, qos: qos, retain: retain))
+            _ = client.publish(topic: topic, text: payload, qos: qos, retain: retain)
         }
     }
 
