@@ -23,9 +23,7 @@ import Testing
 
     @Test func watchReadableCallsOnePerReadAndStopsAfterRemoval() async throws {
         let loop = EventLoop()
-        var fds: [Int32] = [0, 0]
-        #expect(pipe(&fds) == 0)
-        let (readEnd, writeEnd) = (fds[0], fds[1])
+        let (readEnd, writeEnd) = Self.makePipe()
         defer { close(readEnd); close(writeEnd) }
         let (chunks, continuation) = AsyncStream.makeStream(of: [UInt8].self)
         let calls = Atomic<Int>(0)
@@ -50,9 +48,7 @@ import Testing
 
     @Test func removeWatchOnTheLoopThreadTakesEffectAtOnce() async {
         let loop = EventLoop()
-        var fds: [Int32] = [0, 0]
-        #expect(pipe(&fds) == 0)
-        let (readEnd, writeEnd) = (fds[0], fds[1])
+        let (readEnd, writeEnd) = Self.makePipe()
         defer { close(readEnd); close(writeEnd) }
         let calls = Atomic<Int>(0)
         // Two watches on the same readable fd: the first handler removes the second within the same poll round.
@@ -71,6 +67,12 @@ import Testing
         #expect(afterRemoval <= 1)
         await loop.ping()
         #expect(calls.load(ordering: .relaxed) == afterRemoval)
+    }
+
+    private static func makePipe() -> (readEnd: Int32, writeEnd: Int32) {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        return (fds[0], fds[1])
     }
 
     private static func nowNs() -> Int64 {
@@ -122,9 +124,7 @@ import Testing
     /// names only from some turn on is polled from then, and one it stops naming is not.
     @Test func aSourcesDescriptorIsTakenFromItsInterestOnEveryTurn() async {
         let loop = EventLoop()
-        var fds: [Int32] = [0, 0]
-        #expect(pipe(&fds) == 0)
-        let (readEnd, writeEnd) = (fds[0], fds[1])
+        let (readEnd, writeEnd) = Self.makePipe()
         defer { close(readEnd); close(writeEnd) }
         let watching = Atomic<Bool>(false)
         let served = Atomic<Int>(0)
@@ -163,9 +163,7 @@ import Testing
     /// added while the round serves its sources is first asked for its interest on the next turn, then served.
     @Test func anEndedSourceLeavesTheOthersTheirDescriptorsAndOneAddedInARoundWaits() async {
         let loop = EventLoop()
-        var fds: [Int32] = [0, 0]
-        #expect(pipe(&fds) == 0)
-        let (readEnd, writeEnd) = (fds[0], fds[1])
+        let (readEnd, writeEnd) = Self.makePipe()
         defer { close(readEnd); close(writeEnd) }
         let firstServed = Atomic<Int>(0)
         loop.addSource(interest: { PollInterest(fd: -1, events: 0, deadline: 0) }, serve: { _ in
