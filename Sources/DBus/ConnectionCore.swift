@@ -29,7 +29,6 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
 
     // Loop-thread only: used through the accessors below, which check the thread in debug builds.
     private var _raw: OpaquePointer? = nil
-    private var _dispatchScheduled: Bool = false
     private var _filterAdded: Bool = false
     private var _calls: [UInt64: PendingCall] = [:]
     private var _subscriptions: [UInt64: Subscription] = [:]
@@ -43,10 +42,9 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
         _modify { loop.kernel.assertOnLoopThread("ConnectionCore.raw"); yield &_raw }
     }
 
-    private var dispatchScheduled: Bool {
-        _read { loop.kernel.assertOnLoopThread("ConnectionCore.dispatchScheduled"); yield _dispatchScheduled }
-        _modify { loop.kernel.assertOnLoopThread("ConnectionCore.dispatchScheduled"); yield &_dispatchScheduled }
-    }
+    /// Loop-thread only, but an atomic: read on every change of libdbus's dispatch status (several per message),
+    /// where a stored property costs a dynamic exclusivity check each time and a relaxed atomic a plain load.
+    private let dispatchScheduled = Atomic<Bool>(false)
 
     private var filterAdded: Bool {
         _read { loop.kernel.assertOnLoopThread("ConnectionCore.filterAdded"); yield _filterAdded }
@@ -184,13 +182,13 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
     // MARK: Dispatch
 
     private func statusChanged(_ status: DBusDispatchStatus) {
-        guard status == DBUS_DISPATCH_DATA_REMAINS, !dispatchScheduled else { return }
-        dispatchScheduled = true
+        guard status == DBUS_DISPATCH_DATA_REMAINS, !dispatchScheduled.load(ordering: .relaxed) else { return }
+        dispatchScheduled.store(true, ordering: .relaxed)
         loop.kernel.scheduleDispatch(self)
     }
 
     func dispatch() {
-        dispatchScheduled = false
+        dispatchScheduled.store(false, ordering: .relaxed)
         while let conn = raw, dbus_connection_dispatch(conn) == DBUS_DISPATCH_DATA_REMAINS {}
     }
 

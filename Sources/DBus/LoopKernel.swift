@@ -15,28 +15,15 @@ final class LoopKernel: @unchecked Sendable {
         var wakePending = false
     }
 
-    /// What a poll slot serves. Trivial (no references): the poll set is rebuilt on every turn, and clearing an
-    /// array of enums that held a handler closure was a destroy call per slot, per notification.
-    private enum PollOwner {
-        case wake
-        case dbus(OpaquePointer)
-        /// An index into the round's user watches.
-        case user(Int)
-        case source(Int)
-    }
-
-    private struct RoundWatch {
-        let id: EventLoop.WatchID
-        let fd: Int32
-        let handler: @Sendable () -> Void
-    }
-
     private struct UserWatch {
         var fd: Int32
         var handler: @Sendable () -> Void
     }
 
     private let queue = Mutex(Queue())
+    /// Whether `queue` holds items: a turn with nothing queued (nearly every turn) takes no lock. Set under the lock
+    /// with the items; a turn that reads it stale still wakes, since the enqueuer then writes the eventfd.
+    private let queueHasWork = Atomic<Bool>(false)
     private let stopRequested = Atomic<Bool>(false)
     private let threadID = Atomic<UInt>(0)
     private let watchCounter = Atomic<UInt64>(0)
@@ -46,24 +33,25 @@ final class LoopKernel: @unchecked Sendable {
     /// How many such removals are on their way: while none is, a ready watch needs no look-up in `removedWatches`
     /// (a lock and a hash per notification on the fd path).
     private let removalsPending = Atomic<Int>(0)
-    /// Bumped when a user watch or a libdbus watch is removed on the loop thread: a round whose poll set was built
-    /// under the same value can serve the watches it holds without looking each one up again (a hash per ready
-    /// descriptor, on every notification).
-    private var watchGeneration: UInt64 = 0
+
+    // Loop-thread only, read on every turn. Atomics although one thread uses them: a stored property of the class
+    // costs a dynamic exclusivity check (`swift_beginAccess`) on each access, several per notification; a relaxed
+    // atomic is a plain load and as safe.
+    /// Set when a watch or source comes or goes or libdbus toggles a watch: the next turn remakes its poll set. Also
+    /// tells a round that a watch it holds may be gone (then it is looked up before being served).
+    private let pollSetStale = Atomic<Bool>(true)
+    /// Whether `toDispatch` holds targets.
+    private let dispatchPending = Atomic<Bool>(false)
+    /// The earliest of `deadlines`, `.max` for none: most turns need neither the dictionary nor the clock for them.
+    private let earliestTimeout = Atomic<Int64>(.max)
 
     // Loop-thread only: used through the accessors below, which check the thread in debug builds (in the spirit
     // of swift-nio's NIOLoopBound), so a stray access from another thread fails a test instead of racing.
     private var _dbusWatches = Set<OpaquePointer>()
     private var _dbusTimeouts = Set<OpaquePointer>()
-    private var _deadlines = [OpaquePointer: Int64]()       // enabled timeouts → monotonic ms
+    private var _deadlines = [OpaquePointer: Int64]()       // enabled timeouts → monotonic ns
     private var _userWatches = [EventLoop.WatchID: UserWatch]()
-    /// `userWatches` as a list, remade when one is added or removed: a round takes it as it is (one reference)
-    /// instead of building and clearing a list of handlers on every turn.
-    private var _userWatchList = [RoundWatch]()
     private var _toDispatch = [LoopDispatchable]()
-    /// The round's targets while they dispatch, swapped with `toDispatch` so that neither array's buffer is freed
-    /// and allocated again on every notification.
-    private var _dispatching = [LoopDispatchable]()
     private var _sources = [PollSource]()
 
     private var dbusWatches: Set<OpaquePointer> {
@@ -84,11 +72,6 @@ final class LoopKernel: @unchecked Sendable {
     private var userWatches: [EventLoop.WatchID: UserWatch] {
         _read { assertOnLoopThread("userWatches"); yield _userWatches }
         _modify { assertOnLoopThread("userWatches"); yield &_userWatches }
-    }
-
-    private var userWatchList: [RoundWatch] {
-        _read { assertOnLoopThread("userWatchList"); yield _userWatchList }
-        _modify { assertOnLoopThread("userWatchList"); yield &_userWatchList }
     }
 
     private var sources: [PollSource] {
@@ -143,6 +126,7 @@ final class LoopKernel: @unchecked Sendable {
     func enqueue(_ work: @escaping @Sendable () -> Void) {
         let mustWake = queue.withLock { q in
             q.items.append(work)
+            queueHasWork.store(true, ordering: .relaxed)
             if q.wakePending { return false }
             q.wakePending = true
             return true
@@ -156,6 +140,7 @@ final class LoopKernel: @unchecked Sendable {
 
     func addSource(_ source: PollSource) {
         sources.append(source)
+        pollSetStale.store(true, ordering: .relaxed)
     }
 
     private func wake() {
@@ -169,17 +154,12 @@ final class LoopKernel: @unchecked Sendable {
 
     func addUserWatch(_ id: EventLoop.WatchID, fd: Int32, _ handler: @escaping @Sendable () -> Void) {
         userWatches[id] = UserWatch(fd: fd, handler: handler)
-        listUserWatches()
+        pollSetStale.store(true, ordering: .relaxed)
     }
 
     func removeUserWatch(_ id: EventLoop.WatchID) {
         guard userWatches.removeValue(forKey: id) != nil else { return }
-        watchGeneration &+= 1
-        listUserWatches()
-    }
-
-    private func listUserWatches() {
-        userWatchList = userWatches.map { RoundWatch(id: $0.key, fd: $0.value.fd, handler: $0.value.handler) }
+        pollSetStale.store(true, ordering: .relaxed)
     }
 
     /// From another thread: the handler is not started again from now on; the loop forgets it on its next turn.
@@ -195,6 +175,7 @@ final class LoopKernel: @unchecked Sendable {
 
     func scheduleDispatch(_ target: LoopDispatchable) {
         toDispatch.append(target)
+        dispatchPending.store(true, ordering: .relaxed)
     }
 
     // MARK: libdbus watch and timeout callbacks (all on the loop thread)
@@ -203,32 +184,41 @@ final class LoopKernel: @unchecked Sendable {
     func install(on connection: OpaquePointer) -> Bool {
         let data = Unmanaged.passUnretained(self).toOpaque()
         let watches = dbus_connection_set_watch_functions(connection, { watch, data in
-            LoopKernel.from(data).dbusWatches.insert(watch!)
+            LoopKernel.with(data) { kernel in
+                kernel.dbusWatches.insert(watch!)
+                kernel.pollSetStale.store(true, ordering: .relaxed)
+            }
             return 1
         }, { watch, data in
-            let kernel = LoopKernel.from(data)
-            kernel.dbusWatches.remove(watch!)
-            kernel.watchGeneration &+= 1
-        }, { _, _ in
-            // Enabled state is read from libdbus when the poll set is built.
+            LoopKernel.with(data) { kernel in
+                kernel.dbusWatches.remove(watch!)
+                kernel.pollSetStale.store(true, ordering: .relaxed)
+            }
+        }, { _, data in
+            // Enabled state and flags are read from libdbus when the poll set is remade.
+            LoopKernel.with(data) { $0.pollSetStale.store(true, ordering: .relaxed) }
         }, data, nil)
         let timeouts = dbus_connection_set_timeout_functions(connection, { timeout, data in
-            LoopKernel.from(data).addTimeout(timeout!)
+            LoopKernel.with(data) { $0.addTimeout(timeout!) }
             return 1
         }, { timeout, data in
-            LoopKernel.from(data).removeTimeout(timeout!)
+            LoopKernel.with(data) { $0.removeTimeout(timeout!) }
         }, { timeout, data in
-            LoopKernel.from(data).toggleTimeout(timeout!)
+            LoopKernel.with(data) { $0.toggleTimeout(timeout!) }
         }, data, nil)
         dbus_connection_set_wakeup_main_function(connection, { data in
-            let kernel = LoopKernel.from(data)
-            if !kernel.isLoopThread { kernel.wake() }
+            LoopKernel.with(data) { kernel in
+                if !kernel.isLoopThread { kernel.wake() }
+            }
         }, data, nil)
         return watches != 0 && timeouts != 0
     }
 
-    private static func from(_ data: UnsafeMutableRawPointer?) -> LoopKernel {
-        Unmanaged<LoopKernel>.fromOpaque(data!).takeUnretainedValue()
+    /// `data` is the kernel, unretained: its loop thread holds it for as long as libdbus can call back (every call is
+    /// on that thread), so it is borrowed for the call instead of retained and released around each one, the
+    /// wake-up function's with every message.
+    private static func with<Result>(_ data: UnsafeMutableRawPointer?, _ body: (LoopKernel) -> Result) -> Result {
+        Unmanaged<LoopKernel>.fromOpaque(data!)._withUnsafeGuaranteedRef(body)
     }
 
     private func addTimeout(_ timeout: OpaquePointer) {
@@ -238,131 +228,134 @@ final class LoopKernel: @unchecked Sendable {
 
     private func removeTimeout(_ timeout: OpaquePointer) {
         dbusTimeouts.remove(timeout)
-        deadlines[timeout] = nil
+        setDeadline(of: timeout, nil)
     }
 
     private func toggleTimeout(_ timeout: OpaquePointer) {
-        if dbus_timeout_get_enabled(timeout) != 0 {
-            deadlines[timeout] = Self.nowMs() + Int64(dbus_timeout_get_interval(timeout))
-        } else {
-            deadlines[timeout] = nil
-        }
+        let enabled = dbus_timeout_get_enabled(timeout) != 0
+        setDeadline(of: timeout, enabled ? Self.deadline(of: timeout, from: Self.nowNs()) : nil)
     }
 
-    private static func nowMs() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    private static func deadline(of timeout: OpaquePointer, from now: Int64) -> Int64 {
+        now + Int64(dbus_timeout_get_interval(timeout)) * 1_000_000
+    }
+
+    private func setDeadline(of timeout: OpaquePointer, _ deadline: Int64?) {
+        deadlines[timeout] = deadline
+        earliestTimeout.store(deadlines.values.min() ?? .max, ordering: .relaxed)
     }
 
     // MARK: The loop
 
+    /// The round's state lives in `set`, a local: it is reached without the exclusivity checks and reference counting
+    /// that the kernel's stored properties cost on every access, which at 1 kHz is every notification.
     private func run() {
         threadID.store(UInt(pthread_self()), ordering: .releasing)
-        var fds = [pollfd]()
-        var owners = [PollOwner]()
-        var sourceDeadlines = [Int64]()
-        var sourceRevents = [Int16]()
+        var set = PollSet()
+        var dispatching = [LoopDispatchable]()
         while !stopRequested.load(ordering: .acquiring) {
             runQueued()
-            runDispatch()
+            if dispatchPending.load(ordering: .relaxed) { runDispatch(&dispatching) }
             if stopRequested.load(ordering: .acquiring) { break }
 
-            fds.removeAll(keepingCapacity: true)
-            owners.removeAll(keepingCapacity: true)
-            fds.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
-            owners.append(.wake)
-            for watch in dbusWatches where dbus_watch_get_enabled(watch) != 0 {
-                let flags = dbus_watch_get_flags(watch)
-                var events: Int16 = 0
-                if flags & DBUS_WATCH_READABLE.rawValue != 0 { events |= Int16(POLLIN) }
-                if flags & DBUS_WATCH_WRITABLE.rawValue != 0 { events |= Int16(POLLOUT) }
-                fds.append(pollfd(fd: dbus_watch_get_unix_fd(watch), events: events, revents: 0))
-                owners.append(.dbus(watch))
+            if pollSetStale.load(ordering: .relaxed) { remake(&set) }
+            let sourcesWakeBy = set.refreshSources()
+            let timeout: Int32
+            if queueHasWork.load(ordering: .acquiring) || dispatchPending.load(ordering: .relaxed) {
+                timeout = 0
+            } else {
+                timeout = Self.timeout(until: min(sourcesWakeBy, earliestTimeout.load(ordering: .relaxed)))
             }
-            let roundWatches = userWatchList     // this round's: a handler that adds or removes one changes the list
-            for (index, watch) in roundWatches.enumerated() {
-                fds.append(pollfd(fd: watch.fd, events: Int16(POLLIN), revents: 0))
-                owners.append(.user(index))
-            }
-            sourceDeadlines.removeAll(keepingCapacity: true)
-            sourceRevents.removeAll(keepingCapacity: true)
-            var earliest = Int64.max
-            for (index, source) in sources.enumerated() {
-                let interest = source.interest()
-                sourceDeadlines.append(interest.deadline)
-                sourceRevents.append(0)
-                earliest = min(earliest, interest.wakeBy)
-                if interest.fd >= 0 {
-                    fds.append(pollfd(fd: interest.fd, events: interest.events, revents: 0))
-                    owners.append(.source(index))
-                }
-            }
-            let generation = watchGeneration
-            let pendingWork = queue.withLock { !$0.items.isEmpty } || !toDispatch.isEmpty
-            let timeout = pendingWork ? 0 : Self.earlier(pollTimeout(), sourceDeadline: earliest)
 
-            let ready = poll(&fds, nfds_t(fds.count), timeout)
+            let ready = poll(&set.fds, nfds_t(set.fds.count), timeout)
             if ready < 0 {
                 precondition(errno == EINTR, "poll failed: errno \(errno)")
                 continue
             }
             if ready > 0 {
-                for index in fds.indices where fds[index].revents != 0 {
-                    switch owners[index] {
-                    case .source(let number): sourceRevents[number] = fds[index].revents
-                    case .user(let number): handle(roundWatches[number], revents: fds[index].revents, generation: generation)
-                    case let owner: handle(owner, revents: fds[index].revents, generation: generation)
+                for index in 0..<set.sourceBase where set.fds[index].revents != 0 {
+                    let revents = set.fds[index].revents
+                    switch set.owners[index] {
+                    case .wake:
+                        var counter: UInt64 = 0
+                        _ = read(wakeFD, &counter, 8)
+                    case .dbus(let watch): handle(watch, revents: revents)
+                    case .user(let number): handle(set.watches[number], revents: revents)
                     }
                 }
                 // What the D-Bus watch just read is dispatched now, before the sources' turn: a notification's
                 // PUBLISH is written straight after its signal was read, as a plain C relay would.
-                runDispatch()
+                if dispatchPending.load(ordering: .relaxed) { runDispatch(&dispatching) }
             }
-            if !sourceDeadlines.isEmpty { serveSources(deadlines: sourceDeadlines, revents: sourceRevents) }
-            fireTimeouts()
+            if set.sources.isEmpty, earliestTimeout.load(ordering: .relaxed) == .max { continue }
+            let now = Self.nowNs()           // one clock read after the poll, for the sources and the timeouts
+            if !set.sources.isEmpty { serveSources(set, now: now) }
+            fireTimeouts(now: now)
         }
     }
 
-    /// The eventfd is drained in `handle(.wake)`, only when `poll` says it was written: reading it here on every turn
-    /// was one system call per notification for nothing. Work queued from another thread always writes it (while
-    /// `wakePending` is false), so the next `poll` returns at once even if this turn already ran that work.
+    private func remake(_ set: inout PollSet) {
+        pollSetStale.store(false, ordering: .relaxed)
+        set.removeAll()
+        set.add(fd: wakeFD, events: Int16(POLLIN), .wake)
+        for watch in dbusWatches where dbus_watch_get_enabled(watch) != 0 {
+            let flags = dbus_watch_get_flags(watch)
+            var events: Int16 = 0
+            if flags & DBUS_WATCH_READABLE.rawValue != 0 { events |= Int16(POLLIN) }
+            if flags & DBUS_WATCH_WRITABLE.rawValue != 0 { events |= Int16(POLLOUT) }
+            set.add(fd: dbus_watch_get_unix_fd(watch), events: events, .dbus(watch))
+        }
+        for (id, watch) in userWatches { set.addUser(id, fd: watch.fd, handler: watch.handler) }
+        set.setSources(sources)
+    }
+
+    /// The eventfd is drained when `poll` says it was written, only then: reading it on every turn was one system
+    /// call per notification for nothing. Work queued from another thread always writes it (while `wakePending` is
+    /// false), so the next `poll` returns at once even if this turn already ran that work. An empty queue has
+    /// `wakePending` false already (both change together under the lock), so skipping the lock loses no wake-up.
     private func runQueued() {
+        guard queueHasWork.load(ordering: .acquiring) else { return }
         let items = queue.withLock { q in
             q.wakePending = false
-            return q.items.isEmpty ? [] : q.items.swapAndClear()
+            queueHasWork.store(false, ordering: .relaxed)
+            return q.items.swapAndClear()
         }
         for item in items { item() }
     }
 
-    private func runDispatch() {
+    /// `dispatching` is the run's, kept between turns: swapped with `toDispatch` so that neither array's buffer is
+    /// freed and allocated again on every notification, and with one access to the kernel's stored property per pass.
+    private func runDispatch(_ dispatching: inout [LoopDispatchable]) {
         assertOnLoopThread("runDispatch")
-        while !_toDispatch.isEmpty {
-            swap(&_dispatching, &_toDispatch)       // a target may schedule again: into the emptied array
-            for target in _dispatching { target.dispatch() }
-            _dispatching.removeAll(keepingCapacity: true)
+        while dispatchPending.load(ordering: .relaxed) {
+            dispatchPending.store(false, ordering: .relaxed)
+            swap(&dispatching, &_toDispatch)        // a target may schedule again: into the emptied array
+            for target in dispatching { target.dispatch() }
+            dispatching.removeAll(keepingCapacity: true)
         }
     }
 
     /// Serves each source whose descriptor was ready or whose deadline passed, in the order they were added, after
     /// the round's other descriptors (a notification's PUBLISH is written before its PUBACK is read). Sources added
     /// during the round wait for the next one.
-    private func serveSources(deadlines: [Int64], revents: [Int16]) {
-        let now = Self.nowNs()
+    private func serveSources(_ set: PollSet, now: Int64) {
         var ended: [Int] = []
-        for index in deadlines.indices where revents[index] != 0 || deadlines[index] <= now {
-            let source = sources[index]          // not borrowed across `serve`, which may add a source
-            if !source.serve(revents[index]) { ended.append(index) }
+        for index in set.sources.indices {
+            let revents = set.fds[set.sourceBase + index].revents
+            guard revents != 0 || set.sourceDeadlines[index] <= now else { continue }
+            if !set.sources[index].serve(revents) { ended.append(index) }
         }
+        guard !ended.isEmpty else { return }
+        // The round's sources are the first of `sources`: those added since come after them.
         for index in ended.reversed() { sources.remove(at: index) }
+        pollSetStale.store(true, ordering: .relaxed)
     }
 
-    /// A poll timeout in ms that also ends by `sourceDeadline` (monotonic ns), rounded up so a source is never
-    /// served before its deadline and woken again for nothing.
-    private static func earlier(_ timeout: Int32, sourceDeadline: Int64) -> Int32 {
-        guard sourceDeadline != .max else { return timeout }
-        let remaining = Int32(clamping: max(0, (sourceDeadline - nowNs() + 999_999) / 1_000_000))
-        return timeout < 0 ? remaining : min(timeout, remaining)
+    /// A poll timeout in ms that ends by `wakeBy` (monotonic ns), rounded up so that nothing is served before its
+    /// deadline and woken again for nothing; −1 (none) for `.max`.
+    private static func timeout(until wakeBy: Int64) -> Int32 {
+        guard wakeBy != .max else { return -1 }
+        return Int32(clamping: max(0, (wakeBy - nowNs() + 999_999) / 1_000_000))
     }
 
     private static func nowNs() -> Int64 {
@@ -371,34 +364,22 @@ final class LoopKernel: @unchecked Sendable {
         return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 
-    private func pollTimeout() -> Int32 {
-        guard let next = deadlines.values.min() else { return -1 }
-        return Int32(clamping: max(0, next - Self.nowMs()))
+    private func handle(_ watch: OpaquePointer, revents: Int16) {
+        // libdbus may have removed or disabled it while handling an earlier fd of this round (a removal marks the
+        // set stale).
+        if pollSetStale.load(ordering: .relaxed), !dbusWatches.contains(watch) { return }
+        guard dbus_watch_get_enabled(watch) != 0 else { return }
+        var flags: UInt32 = 0
+        if revents & Int16(POLLIN) != 0 { flags |= DBUS_WATCH_READABLE.rawValue }
+        if revents & Int16(POLLOUT) != 0 { flags |= DBUS_WATCH_WRITABLE.rawValue }
+        if revents & Int16(POLLERR) != 0 { flags |= DBUS_WATCH_ERROR.rawValue }
+        if revents & Int16(POLLHUP) != 0 { flags |= DBUS_WATCH_HANGUP.rawValue }
+        _ = dbus_watch_handle(watch, flags)
     }
 
-    private func handle(_ owner: PollOwner, revents: Int16, generation: UInt64) {
-        switch owner {
-        case .wake:
-            var counter: UInt64 = 0
-            _ = read(wakeFD, &counter, 8)
-        case .dbus(let watch):
-            // libdbus may have removed or disabled it while handling an earlier fd of this round.
-            if generation != watchGeneration, !dbusWatches.contains(watch) { return }
-            guard dbus_watch_get_enabled(watch) != 0 else { return }
-            var flags: UInt32 = 0
-            if revents & Int16(POLLIN) != 0 { flags |= DBUS_WATCH_READABLE.rawValue }
-            if revents & Int16(POLLOUT) != 0 { flags |= DBUS_WATCH_WRITABLE.rawValue }
-            if revents & Int16(POLLERR) != 0 { flags |= DBUS_WATCH_ERROR.rawValue }
-            if revents & Int16(POLLHUP) != 0 { flags |= DBUS_WATCH_HANGUP.rawValue }
-            _ = dbus_watch_handle(watch, flags)
-        case .source, .user:
-            break                   // a source is served after the round (`serveSources`); a user watch below
-        }
-    }
-
-    private func handle(_ watch: RoundWatch, revents: Int16, generation: UInt64) {
-        // An earlier handler of this round may have removed it (then the generation moved on).
-        if generation != watchGeneration, userWatches[watch.id] == nil { return }
+    private func handle(_ watch: PollSet.Watch, revents: Int16) {
+        // An earlier handler of this round may have removed it (then the set is stale).
+        if pollSetStale.load(ordering: .relaxed), userWatches[watch.id] == nil { return }
         if removalsPending.load(ordering: .acquiring) > 0, removedWatches.withLock({ $0.contains(watch.id) }) { return }
         if revents & Int16(POLLNVAL) != 0 {
             // A closed fd would spin the loop forever; the owner forgot removeWatch.
@@ -407,13 +388,12 @@ final class LoopKernel: @unchecked Sendable {
         watch.handler()
     }
 
-    private func fireTimeouts() {
-        guard !deadlines.isEmpty else { return }
-        let now = Self.nowMs()
+    private func fireTimeouts(now: Int64) {
+        guard now >= earliestTimeout.load(ordering: .relaxed) else { return }
         let due = deadlines.filter { $0.value <= now }.map(\.key)
         for timeout in due where deadlines[timeout] != nil {
             // Re-arm first: libdbus may remove the timeout while handling it.
-            deadlines[timeout] = now + Int64(dbus_timeout_get_interval(timeout))
+            setDeadline(of: timeout, Self.deadline(of: timeout, from: now))
             _ = dbus_timeout_handle(timeout)
         }
     }

@@ -23,9 +23,7 @@ import Testing
 
     @Test func watchReadableCallsOnePerReadAndStopsAfterRemoval() async throws {
         let loop = EventLoop()
-        var fds: [Int32] = [0, 0]
-        #expect(pipe(&fds) == 0)
-        let (readEnd, writeEnd) = (fds[0], fds[1])
+        let (readEnd, writeEnd) = Self.makePipe()
         defer { close(readEnd); close(writeEnd) }
         let (chunks, continuation) = AsyncStream.makeStream(of: [UInt8].self)
         let calls = Atomic<Int>(0)
@@ -50,9 +48,7 @@ import Testing
 
     @Test func removeWatchOnTheLoopThreadTakesEffectAtOnce() async {
         let loop = EventLoop()
-        var fds: [Int32] = [0, 0]
-        #expect(pipe(&fds) == 0)
-        let (readEnd, writeEnd) = (fds[0], fds[1])
+        let (readEnd, writeEnd) = Self.makePipe()
         defer { close(readEnd); close(writeEnd) }
         let calls = Atomic<Int>(0)
         // Two watches on the same readable fd: the first handler removes the second within the same poll round.
@@ -71,6 +67,12 @@ import Testing
         #expect(afterRemoval <= 1)
         await loop.ping()
         #expect(calls.load(ordering: .relaxed) == afterRemoval)
+    }
+
+    private static func makePipe() -> (readEnd: Int32, writeEnd: Int32) {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        return (fds[0], fds[1])
     }
 
     private static func nowNs() -> Int64 {
@@ -116,5 +118,84 @@ import Testing
         #expect(served.load(ordering: .relaxed) == 1)
         await loop.ping()
         #expect(served.load(ordering: .relaxed) == 1, "removed once its serve returned false")
+    }
+
+    /// The poll set is kept from turn to turn, but a source's interest is asked for on every turn: a descriptor it
+    /// names only from some turn on is polled from then, and one it stops naming is not.
+    @Test func aSourcesDescriptorIsTakenFromItsInterestOnEveryTurn() async {
+        let loop = EventLoop()
+        let (readEnd, writeEnd) = Self.makePipe()
+        defer { close(readEnd); close(writeEnd) }
+        let watching = Atomic<Bool>(false)
+        let served = Atomic<Int>(0)
+        let (reads, sink) = AsyncStream.makeStream(of: Int16.self)
+        loop.addSource(interest: {
+            PollInterest(fd: watching.load(ordering: .relaxed) ? readEnd : -1, events: Int16(POLLIN), deadline: .max)
+        }, serve: { revents in
+            served.add(1, ordering: .relaxed)
+            var byte: UInt8 = 0
+            _ = read(readEnd, &byte, 1)
+            sink.yield(revents)
+            return true
+        })
+        var byte: UInt8 = 1
+        #expect(write(writeEnd, &byte, 1) == 1)
+        await loop.ping()
+        await loop.ping()
+        #expect(served.load(ordering: .relaxed) == 0, "no descriptor named: the readable pipe is not polled")
+
+        watching.store(true, ordering: .relaxed)
+        loop.wakeUp()
+        var iterator = reads.makeAsyncIterator()
+        let revents = await iterator.next() ?? 0
+        #expect(revents & Int16(POLLIN) != 0)
+
+        watching.store(false, ordering: .relaxed)
+        await loop.ping()
+        let before = served.load(ordering: .relaxed)
+        #expect(write(writeEnd, &byte, 1) == 1)
+        await loop.ping()
+        await loop.ping()
+        #expect(served.load(ordering: .relaxed) == before)
+    }
+
+    /// A source that ends leaves the others their own descriptors (the poll set is remade without it), and a source
+    /// added while the round serves its sources is first asked for its interest on the next turn, then served.
+    @Test func anEndedSourceLeavesTheOthersTheirDescriptorsAndOneAddedInARoundWaits() async {
+        let loop = EventLoop()
+        let (readEnd, writeEnd) = Self.makePipe()
+        defer { close(readEnd); close(writeEnd) }
+        let firstServed = Atomic<Int>(0)
+        loop.addSource(interest: { PollInterest(fd: -1, events: 0, deadline: 0) }, serve: { _ in
+            firstServed.add(1, ordering: .relaxed)
+            return false
+        })
+        let laterAsked = Atomic<Int>(0)
+        let (events, sink) = AsyncStream.makeStream(of: String.self)
+        let added = Atomic<Bool>(false)
+        loop.addSource(interest: { PollInterest(fd: readEnd, events: Int16(POLLIN), deadline: .max) }, serve: { revents in
+            var byte: UInt8 = 0
+            _ = read(readEnd, &byte, 1)
+            sink.yield(revents & Int16(POLLIN) != 0 ? "readable" : "not readable")
+            if !added.exchange(true, ordering: .relaxed) {
+                loop.addSource(interest: {
+                    laterAsked.add(1, ordering: .relaxed)
+                    return PollInterest(fd: -1, events: 0, deadline: 0)
+                }, serve: { _ in
+                    sink.yield(laterAsked.load(ordering: .relaxed) > 0 ? "asked first" : "served unasked")
+                    return false
+                })
+            }
+            return true
+        })
+        await loop.ping()
+        await loop.ping()
+        #expect(firstServed.load(ordering: .relaxed) == 1)
+        var byte: UInt8 = 1
+        #expect(write(writeEnd, &byte, 1) == 1)
+        var iterator = events.makeAsyncIterator()
+        #expect(await iterator.next() == "readable")
+        #expect(await iterator.next() == "asked first")
+        #expect(firstServed.load(ordering: .relaxed) == 1)
     }
 }
