@@ -231,8 +231,8 @@ public final class MQTTClient: Sendable {
     /// unbounded queue. The bound never goes below libmosquitto's own in-flight window.
     func mayHandOverDirectly(_ state: SessionState) -> Bool {
         guard state.buffer.isEmpty else { return false }
-        let (count, bytes) = inFlight.withLock { ($0.count, $0.held.bytes) }     // one lock for both
-        return count < inFlightGate && bytes + state.deferred.bytes < configuration.offlineBufferBytes
+        let held = heldBeside(state)        // one lock for the count and the bytes
+        return held.count < inFlightGate && held.bytes < configuration.offlineBufferBytes
     }
 
     /// What libmosquitto holds plus what waits for the network thread, against which the buffer's bound is kept.
