@@ -142,13 +142,9 @@ final class MosquittoHandle: @unchecked Sendable {
     /// MQTT 5 properties.
     func tryPublish(topic: String, text: String, qos: MQTTQoS, retain: Bool, mid: inout Int32) -> (rc: Int32, wantsWrite: Bool)? {
         io.withLockIfAvailable {
-            let rc = topic.withCString { topic in
-                MQTTMessage.withUTF8(of: text) { bytes in
-                    mosquitto_publish_v5(pointer, &mid, topic, Int32(bytes.count), bytes.baseAddress, qos.rawValue,
-                                         retain, nil)
-                }
+            MQTTMessage.withUTF8(of: text) { bytes in
+                publishLocked(topic: topic, bytes, qos: qos, retain: retain, properties: nil, mid: &mid)
             }
-            return (rc, mosquitto_want_write(pointer))
         }
     }
 
@@ -171,11 +167,18 @@ final class MosquittoHandle: @unchecked Sendable {
                 if rc != MOSQ_SUCCESS { return (rc, false) }
             }
         }
-        let rc = message.topic.withCString { topic in      // not the implicit conversion: it copies (`MQTTClient.publish`)
-            message.withPayloadBytes { bytes in
-                mosquitto_publish_v5(pointer, &mid, topic, Int32(bytes.count), bytes.baseAddress,
-                                     message.qos.rawValue, message.retain, properties)
-            }
+        return message.withPayloadBytes { bytes in
+            publishLocked(topic: message.topic, bytes, qos: message.qos, retain: message.retain,
+                          properties: properties, mid: &mid)
+        }
+    }
+
+    private func publishLocked(topic: String, _ payload: UnsafeRawBufferPointer, qos: MQTTQoS, retain: Bool,
+                               properties: OpaquePointer?, mid: inout Int32) -> (rc: Int32, wantsWrite: Bool) {
+        io.assertHeld()
+        let rc = topic.withCString { topic in      // not the implicit conversion: it copies (`MQTTClient.publish`)
+            mosquitto_publish_v5(pointer, &mid, topic, Int32(payload.count), payload.baseAddress, qos.rawValue, retain,
+                                 properties)
         }
         return (rc, mosquitto_want_write(pointer))
     }
