@@ -214,9 +214,9 @@ final class LoopKernel: @unchecked Sendable {
         return watches != 0 && timeouts != 0
     }
 
-    /// `data` is the kernel, unretained: its loop thread holds it for as long as libdbus can call back (every call is
-    /// on that thread), so it is borrowed for the call instead of retained and released around each one, the
-    /// wake-up function's with every message.
+    /// `data` is the kernel, unretained: its loop thread holds it for as long as a connection installed on it can call
+    /// back, so it is borrowed for the call instead of retained and released around each one, the wake-up
+    /// function's with every message. (Only the wake-up function may be called off the loop thread; it checks.)
     private static func with<Result>(_ data: UnsafeMutableRawPointer?, _ body: (LoopKernel) -> Result) -> Result {
         Unmanaged<LoopKernel>.fromOpaque(data!)._withUnsafeGuaranteedRef(body)
     }
