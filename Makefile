@@ -37,7 +37,8 @@ build:
 # idle daemon's memory down (docs/dev/MEMORY.md has the measurements): lld with packed relative relocations (DT_RELR,
 # glibc 2.36+) instead of 1 MB of relocation entries read at every start; no exported symbols (nothing looks them up,
 # they cost 600 KB of symbol tables); libgcc and libstdc++ linked in rather than mapped as shared libraries; and the
-# functions the daemon runs packed together (scripts/release/symbol-order.txt), so it maps 3 MB less of its code; and
+# functions the daemon runs packed together (scripts/release/symbol-order.txt, and for the unnamed ones a linker script,
+# scripts/release/unnamed-order.ld), so it maps 3 MB less of its code; and
 # `.rodata` kept out of the writable segment (scripts/release/writable-rodata.ld), so the start-up trim can drop it.
 RELEASE_CXX_DIR := $(CURDIR)/.build/static-libstdc++
 RELEASE_FLAGS = -c release --static-swift-stdlib \
@@ -45,7 +46,8 @@ RELEASE_FLAGS = -c release --static-swift-stdlib \
 	-Xswiftc -Xclang-linker -Xswiftc -static-libgcc -Xswiftc -L$(RELEASE_CXX_DIR) \
 	-Xswiftc -Xfrontend -Xswiftc -function-sections \
 	-Xlinker --symbol-ordering-file=$(CURDIR)/scripts/release/symbol-order.txt -Xlinker --no-warn-symbol-ordering \
-	-Xlinker -T -Xlinker $(CURDIR)/scripts/release/writable-rodata.ld
+	-Xlinker -T -Xlinker $(CURDIR)/scripts/release/writable-rodata.ld \
+	-Xlinker -T -Xlinker $(CURDIR)/scripts/release/unnamed-order.ld
 
 ifeq ($(CROSS),)
 release: release-prep

@@ -23,7 +23,8 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--peripheral", action="append", metavar="KIND[:ADDRESS]",
-                   help="heart_rate, hm10, led (repeatable; default: all three at C0:FF:EE:00:00:01..03)")
+                   help="heart_rate, hm10, led (repeatable; default: all three at C0:FF:EE:00:00:01..03); "
+                        "KIND+signal offers no AcquireNotify, so a client takes BlueZ's StartNotify / signal path")
     p.add_argument("--broadcaster", action="append", default=[], metavar="FORMAT[:ADDRESS]",
                    help="a passive sensor broadcasting bthome, pvvx, govee, xiaomi or ruuvi readings, or an "
                         "ibeacon or eddystone beacon (repeatable)")
@@ -37,7 +38,10 @@ def main(argv: list[str]) -> int:
     with Bench() as bench:
         for spec in a.peripheral or ["heart_rate", "hm10", "led"]:
             kind, _, address = spec.partition(":")
+            kind, _, path = kind.partition("+")
             options = {"rate": a.rate} if kind == "heart_rate" else {}
+            if path == "signal":
+                options["no_acquire_notify"] = True
             periph = bench.peripheral(kind, address or None, **options)
             print(f"# {kind} at {periph.address} on {periph.adapter}", file=sys.stderr)
         for spec in a.broadcaster:
