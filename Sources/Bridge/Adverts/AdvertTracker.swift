@@ -138,8 +138,13 @@ public struct AdvertTracker: Sendable {
         var broadcast = heard.broadcast
         if broadcast.address == nil { broadcast.address = heard.address }
         var advertiser: Advertiser
-        if let known = advertisers[heard.address] {
-            guard !known.refused else { return [] }
+        // Taken out of the table while it changes, so that its arrays (the deduplicator's packet ids) are not shared
+        // with the table's copy and change in place instead of being copied for every broadcast.
+        if let known = advertisers.removeValue(forKey: heard.address) {
+            guard !known.refused else {
+                advertisers[heard.address] = known
+                return []
+            }
             advertiser = known
         } else {
             guard let new = admitAuto(broadcast, address: heard.address) else { return [] }
