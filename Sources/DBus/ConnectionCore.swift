@@ -27,15 +27,19 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
     let canPassFDs = Atomic<Bool>(false)
     private let idCounter = Atomic<UInt64>(0)
 
-    // Loop-thread only: used through the accessors below, which check the thread in debug builds.
-    private var _raw: OpaquePointer? = nil
-    private var _filterAdded: Bool = false
-    private var _calls: [UInt64: PendingCall] = [:]
-    private var _subscriptions: [UInt64: Subscription] = [:]
-    private var _owners: [String: OwnerWatch] = [:]
-    private var _ownersGeneration: UInt64 = 0
-    private var _taps: [UInt64: PropertyTap] = [:]
-    private var _handlers: [String: @Sendable (DBusMessage) -> DBusReply] = [:]
+    // Loop-thread only: used through the accessors below, which check the thread in debug builds. Without Swift's
+    // dynamic exclusivity check (`@exclusivity(unchecked)`): on one thread it could only catch an access inside
+    // another's modify, and each access here is one statement (loops walk a copy, handlers change these only
+    // through `loop.execute`); the check was a runtime call per access (`swift_beginAccess`, an access-set insert
+    // and a thread-local look-up), several per signal.
+    @exclusivity(unchecked) private var _raw: OpaquePointer? = nil
+    @exclusivity(unchecked) private var _filterAdded: Bool = false
+    @exclusivity(unchecked) private var _calls: [UInt64: PendingCall] = [:]
+    @exclusivity(unchecked) private var _subscriptions: [UInt64: Subscription] = [:]
+    @exclusivity(unchecked) private var _owners: [String: OwnerWatch] = [:]
+    @exclusivity(unchecked) private var _ownersGeneration: UInt64 = 0
+    @exclusivity(unchecked) private var _taps: [UInt64: PropertyTap] = [:]
+    @exclusivity(unchecked) private var _handlers: [String: @Sendable (DBusMessage) -> DBusReply] = [:]
 
     private(set) var raw: OpaquePointer? {
         _read { loop.kernel.assertOnLoopThread("ConnectionCore.raw"); yield _raw }

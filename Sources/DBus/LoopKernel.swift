@@ -46,13 +46,15 @@ final class LoopKernel: @unchecked Sendable {
     private let earliestTimeout = Atomic<Int64>(.max)
 
     // Loop-thread only: used through the accessors below, which check the thread in debug builds (in the spirit
-    // of swift-nio's NIOLoopBound), so a stray access from another thread fails a test instead of racing.
-    private var _dbusWatches = Set<OpaquePointer>()
-    private var _dbusTimeouts = Set<OpaquePointer>()
-    private var _deadlines = [OpaquePointer: Int64]()       // enabled timeouts → monotonic ns
-    private var _userWatches = [EventLoop.WatchID: UserWatch]()
-    private var _toDispatch = [LoopDispatchable]()
-    private var _sources = [PollSource]()
+    // of swift-nio's NIOLoopBound), so a stray access from another thread fails a test instead of racing. One thread
+    // and no overlapping accesses, so Swift's dynamic exclusivity check is off for them (`@exclusivity(unchecked)`):
+    // it was a runtime call per access, and the loop makes a few per notification.
+    @exclusivity(unchecked) private var _dbusWatches = Set<OpaquePointer>()
+    @exclusivity(unchecked) private var _dbusTimeouts = Set<OpaquePointer>()
+    @exclusivity(unchecked) private var _deadlines = [OpaquePointer: Int64]()       // enabled timeouts → monotonic ns
+    @exclusivity(unchecked) private var _userWatches = [EventLoop.WatchID: UserWatch]()
+    @exclusivity(unchecked) private var _toDispatch = [LoopDispatchable]()
+    @exclusivity(unchecked) private var _sources = [PollSource]()
 
     private var dbusWatches: Set<OpaquePointer> {
         _read { assertOnLoopThread("dbusWatches"); yield _dbusWatches }
