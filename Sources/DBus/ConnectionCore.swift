@@ -4,7 +4,7 @@ import Synchronization
 /// The libdbus side of a `DBusConnection`: the `DBusConnection*`, pending calls, subscriptions, exported handlers.
 /// Every method runs on the loop thread (only `connected`/`canPassFDs`/ids are read elsewhere), which is what makes
 /// the `@unchecked Sendable` sound; debug builds check it on every access to the loop-only state.
-final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
+final class ConnectionCore: @unchecked Sendable {
     typealias Completion = (Result<[DBusValue], DBusError>) -> Void
 
     struct PendingCall {
@@ -168,6 +168,7 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
     private func release() {
         guard let conn = raw else { return }
         raw = nil
+        loop.kernel.cancelDispatch(self)        // the kernel borrows the core until its dispatch (`scheduleDispatch`)
         dbus_connection_set_dispatch_status_function(conn, nil, nil, nil)
         // Removing a filter that was never added is a (fatal) libdbus check failure.
         if filterAdded { dbus_connection_remove_filter(conn, Self.filterFunction, Unmanaged.passUnretained(self).toOpaque()) }
@@ -196,10 +197,11 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
         while let conn = raw, dbus_connection_dispatch(conn) == DBUS_DISPATCH_DATA_REMAINS {}
     }
 
-    /// libdbus's callbacks borrow the core rather than retain it. They run inside `dispatch` (the kernel's dispatch
-    /// list holds the core meanwhile) or inside a watch's read (which only schedules a dispatch), and `release`
-    /// removes them before the core can go. A pending call's weak reference gives the core a side table, where every
-    /// retain and release takes the slow path: these were about half of those per signal.
+    /// libdbus's callbacks borrow the core rather than retain it. They run inside `dispatch` or inside a watch's
+    /// read (which only schedules a dispatch), both on the loop thread while the core is open: it goes only after
+    /// `release`, which runs from the loop's work queue and removes them first. A pending call's weak reference
+    /// gives the core a side table, where every retain and release takes the slow path: these were about half of
+    /// those per signal.
     private static let filterFunction: DBusHandleMessageFunction = { _, message, data in
         Unmanaged<ConnectionCore>.fromOpaque(data!)._withUnsafeGuaranteedRef { $0.filter(message!) }
     }
