@@ -1,4 +1,5 @@
 internal import CDBus
+import Glibc
 import Synchronization
 
 /// The libdbus side of a `DBusConnection`: the `DBusConnection*`, pending calls, subscriptions, exported handlers.
@@ -209,10 +210,14 @@ final class ConnectionCore: @unchecked Sendable {
     private func filter(_ message: OpaquePointer) -> DBusHandlerResult {
         switch dbus_message_get_type(message) {
         case DBUS_MESSAGE_TYPE_SIGNAL:
-            if dbus_message_is_signal(message, "org.freedesktop.DBus.Local", "Disconnected") != 0 {
+            // The member is read once, here: each header field read is a look-up in libdbus (about a hundred
+            // instructions), and `dbus_message_is_signal` on every signal read it and the interface once more.
+            let member = dbus_message_get_member(message)
+            if let member, strcmp(member, "Disconnected") == 0,
+               dbus_message_is_signal(message, "org.freedesktop.DBus.Local", "Disconnected") != 0 {
                 shutDown(.disconnected("The connection to the bus was lost"))
             } else {
-                deliverSignal(message)
+                deliverSignal(message, member: member)
                 // Nothing after this filter wants a signal (no object paths are registered with libdbus), and
                 // "not yet handled" would send every one through libdbus's object-tree lookup, which splits the
                 // path into freshly allocated components under the connection lock: a notification's worth of
