@@ -164,15 +164,16 @@ extension ConnectionCore {
 
     // MARK: Delivery
 
-    /// Decodes the header, picks the subscriptions it can match, and decodes the body only if one might.
-    func deliverSignal(_ raw: OpaquePointer) {
+    /// Decodes the header, picks the subscriptions it can match, and decodes the body only if one might. `member` is
+    /// the signal's, as the filter read it.
+    func deliverSignal(_ raw: OpaquePointer, member: UnsafePointer<CChar>?) {
         guard !subscriptions.isEmpty || !owners.isEmpty || !taps.isEmpty else { return }
-        if !taps.isEmpty, tapped(raw) { return }
+        if !taps.isEmpty, tapped(raw, member: member) { return }
         var message = DBusMessage(
             kind: .signal,
             path: dbus_message_get_path(raw).map { String(cString: $0) },
             interface: dbus_message_get_interface(raw).map { String(cString: $0) },
-            member: dbus_message_get_member(raw).map { String(cString: $0) },
+            member: member.map { String(cString: $0) },
             sender: dbus_message_get_sender(raw).map { String(cString: $0) },
             destination: dbus_message_get_destination(raw).map { String(cString: $0) })
         let isOwnerChange = message.sender == Bus.name && message.interface == Bus.interface
@@ -193,8 +194,8 @@ extension ConnectionCore {
 
     /// Offers a `PropertiesChanged` to the property taps of its object; true when one consumed it. Works on the raw
     /// message (C strings, no `DBusMessage`): this runs for every signal-path notification.
-    private func tapped(_ raw: OpaquePointer) -> Bool {
-        guard let member = dbus_message_get_member(raw), strcmp(member, "PropertiesChanged") == 0,
+    private func tapped(_ raw: OpaquePointer, member: UnsafePointer<CChar>?) -> Bool {
+        guard let member, strcmp(member, "PropertiesChanged") == 0,
               let interface = dbus_message_get_interface(raw),
               DBusConnection.propertiesInterface.withCString({ strcmp($0, interface) == 0 }),
               let path = dbus_message_get_path(raw) else { return false }

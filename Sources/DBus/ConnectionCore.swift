@@ -1,10 +1,11 @@
 internal import CDBus
+import Glibc
 import Synchronization
 
 /// The libdbus side of a `DBusConnection`: the `DBusConnection*`, pending calls, subscriptions, exported handlers.
 /// Every method runs on the loop thread (only `connected`/`canPassFDs`/ids are read elsewhere), which is what makes
 /// the `@unchecked Sendable` sound; debug builds check it on every access to the loop-only state.
-final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
+final class ConnectionCore: @unchecked Sendable {
     typealias Completion = (Result<[DBusValue], DBusError>) -> Void
 
     struct PendingCall {
@@ -27,15 +28,19 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
     let canPassFDs = Atomic<Bool>(false)
     private let idCounter = Atomic<UInt64>(0)
 
-    // Loop-thread only: used through the accessors below, which check the thread in debug builds.
-    private var _raw: OpaquePointer? = nil
-    private var _filterAdded: Bool = false
-    private var _calls: [UInt64: PendingCall] = [:]
-    private var _subscriptions: [UInt64: Subscription] = [:]
-    private var _owners: [String: OwnerWatch] = [:]
-    private var _ownersGeneration: UInt64 = 0
-    private var _taps: [UInt64: PropertyTap] = [:]
-    private var _handlers: [String: @Sendable (DBusMessage) -> DBusReply] = [:]
+    // Loop-thread only: used through the accessors below, which check the thread in debug builds. Without Swift's
+    // dynamic exclusivity check (`@exclusivity(unchecked)`): on one thread it could only catch an access inside
+    // another's modify, and each access here is one statement (loops walk a copy, handlers change these only
+    // through `loop.execute`); the check was a runtime call per access (`swift_beginAccess`, an access-set insert
+    // and a thread-local look-up), several per signal.
+    @exclusivity(unchecked) private var _raw: OpaquePointer? = nil
+    @exclusivity(unchecked) private var _filterAdded: Bool = false
+    @exclusivity(unchecked) private var _calls: [UInt64: PendingCall] = [:]
+    @exclusivity(unchecked) private var _subscriptions: [UInt64: Subscription] = [:]
+    @exclusivity(unchecked) private var _owners: [String: OwnerWatch] = [:]
+    @exclusivity(unchecked) private var _ownersGeneration: UInt64 = 0
+    @exclusivity(unchecked) private var _taps: [UInt64: PropertyTap] = [:]
+    @exclusivity(unchecked) private var _handlers: [String: @Sendable (DBusMessage) -> DBusReply] = [:]
 
     private(set) var raw: OpaquePointer? {
         _read { loop.kernel.assertOnLoopThread("ConnectionCore.raw"); yield _raw }
@@ -164,6 +169,7 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
     private func release() {
         guard let conn = raw else { return }
         raw = nil
+        loop.kernel.cancelDispatch(self)        // the kernel borrows the core until its dispatch (`scheduleDispatch`)
         dbus_connection_set_dispatch_status_function(conn, nil, nil, nil)
         // Removing a filter that was never added is a (fatal) libdbus check failure.
         if filterAdded { dbus_connection_remove_filter(conn, Self.filterFunction, Unmanaged.passUnretained(self).toOpaque()) }
@@ -192,10 +198,11 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
         while let conn = raw, dbus_connection_dispatch(conn) == DBUS_DISPATCH_DATA_REMAINS {}
     }
 
-    /// libdbus's callbacks borrow the core rather than retain it. They run inside `dispatch` (the kernel's dispatch
-    /// list holds the core meanwhile) or inside a watch's read (which only schedules a dispatch), and `release`
-    /// removes them before the core can go. A pending call's weak reference gives the core a side table, where every
-    /// retain and release takes the slow path: these were about half of those per signal.
+    /// libdbus's callbacks borrow the core rather than retain it. They run inside `dispatch` or inside a watch's
+    /// read (which only schedules a dispatch), both on the loop thread while the core is open: it goes only after
+    /// `release`, which runs from the loop's work queue and removes them first. A pending call's weak reference
+    /// gives the core a side table, where every retain and release takes the slow path: these were about half of
+    /// those per signal.
     private static let filterFunction: DBusHandleMessageFunction = { _, message, data in
         Unmanaged<ConnectionCore>.fromOpaque(data!)._withUnsafeGuaranteedRef { $0.filter(message!) }
     }
@@ -203,10 +210,14 @@ final class ConnectionCore: LoopDispatchable, @unchecked Sendable {
     private func filter(_ message: OpaquePointer) -> DBusHandlerResult {
         switch dbus_message_get_type(message) {
         case DBUS_MESSAGE_TYPE_SIGNAL:
-            if dbus_message_is_signal(message, "org.freedesktop.DBus.Local", "Disconnected") != 0 {
+            // The member is read once, here: each header field read is a look-up in libdbus (about a hundred
+            // instructions), and `dbus_message_is_signal` on every signal read it and the interface once more.
+            let member = dbus_message_get_member(message)
+            if let member, strcmp(member, "Disconnected") == 0,
+               dbus_message_is_signal(message, "org.freedesktop.DBus.Local", "Disconnected") != 0 {
                 shutDown(.disconnected("The connection to the bus was lost"))
             } else {
-                deliverSignal(message)
+                deliverSignal(message, member: member)
                 // Nothing after this filter wants a signal (no object paths are registered with libdbus), and
                 // "not yet handled" would send every one through libdbus's object-tree lookup, which splits the
                 // path into freshly allocated components under the connection lock: a notification's worth of

@@ -2,11 +2,6 @@ internal import CDBus
 import Glibc
 import Synchronization
 
-/// Something the loop dispatches after libdbus reported queued incoming messages.
-protocol LoopDispatchable: AnyObject {
-    func dispatch()
-}
-
 /// The loop thread's state and its poll() loop. Everything except the work queue, the stop flag and the
 /// thread identity is touched only on the loop thread, which is what makes the `@unchecked Sendable` sound.
 final class LoopKernel: @unchecked Sendable {
@@ -46,13 +41,19 @@ final class LoopKernel: @unchecked Sendable {
     private let earliestTimeout = Atomic<Int64>(.max)
 
     // Loop-thread only: used through the accessors below, which check the thread in debug builds (in the spirit
-    // of swift-nio's NIOLoopBound), so a stray access from another thread fails a test instead of racing.
-    private var _dbusWatches = Set<OpaquePointer>()
-    private var _dbusTimeouts = Set<OpaquePointer>()
-    private var _deadlines = [OpaquePointer: Int64]()       // enabled timeouts → monotonic ns
-    private var _userWatches = [EventLoop.WatchID: UserWatch]()
-    private var _toDispatch = [LoopDispatchable]()
-    private var _sources = [PollSource]()
+    // of swift-nio's NIOLoopBound), so a stray access from another thread fails a test instead of racing. One thread
+    // and no overlapping accesses, so Swift's dynamic exclusivity check is off for them (`@exclusivity(unchecked)`):
+    // it was a runtime call per access, and the loop makes a few per notification.
+    @exclusivity(unchecked) private var _dbusWatches = Set<OpaquePointer>()
+    @exclusivity(unchecked) private var _dbusTimeouts = Set<OpaquePointer>()
+    @exclusivity(unchecked) private var _deadlines = [OpaquePointer: Int64]()       // enabled timeouts → monotonic ns
+    @exclusivity(unchecked) private var _userWatches = [EventLoop.WatchID: UserWatch]()
+    @exclusivity(unchecked) private var _toDispatch = [Unmanaged<ConnectionCore>]()
+    @exclusivity(unchecked) private var _sources = [PollSource]()
+    #if DEBUG
+    /// Inside `runDispatch` (checked by `cancelDispatch`).
+    @exclusivity(unchecked) private var isDispatching = false
+    #endif
 
     private var dbusWatches: Set<OpaquePointer> {
         _read { assertOnLoopThread("dbusWatches"); yield _dbusWatches }
@@ -79,7 +80,7 @@ final class LoopKernel: @unchecked Sendable {
         _modify { assertOnLoopThread("sources"); yield &_sources }
     }
 
-    private var toDispatch: [LoopDispatchable] {
+    private var toDispatch: [Unmanaged<ConnectionCore>] {
         _read { assertOnLoopThread("toDispatch"); yield _toDispatch }
         _modify { assertOnLoopThread("toDispatch"); yield &_toDispatch }
     }
@@ -173,8 +174,12 @@ final class LoopKernel: @unchecked Sendable {
         }
     }
 
-    func scheduleDispatch(_ target: LoopDispatchable) {
-        toDispatch.append(target)
+    /// Dispatches `core` on this turn or the next. Borrowed, not retained: the core has a side table (weak
+    /// references to it exist), where each retain and release takes the slow path, and a notification on the signal
+    /// path cost four of them here. It is alive until its `release`, which runs from the work queue (never inside a
+    /// dispatch) and calls `cancelDispatch` first.
+    func scheduleDispatch(_ core: ConnectionCore) {
+        toDispatch.append(Unmanaged.passUnretained(core))
         dispatchPending.store(true, ordering: .relaxed)
     }
 
@@ -252,7 +257,7 @@ final class LoopKernel: @unchecked Sendable {
     private func run() {
         threadID.store(UInt(pthread_self()), ordering: .releasing)
         var set = PollSet()
-        var dispatching = [LoopDispatchable]()
+        var dispatching = [Unmanaged<ConnectionCore>]()
         while !stopRequested.load(ordering: .acquiring) {
             runQueued()
             if dispatchPending.load(ordering: .relaxed) { runDispatch(&dispatching) }
@@ -325,14 +330,27 @@ final class LoopKernel: @unchecked Sendable {
 
     /// `dispatching` is the run's, kept between turns: swapped with `toDispatch` so that neither array's buffer is
     /// freed and allocated again on every notification, and with one access to the kernel's stored property per pass.
-    private func runDispatch(_ dispatching: inout [LoopDispatchable]) {
+    private func runDispatch(_ dispatching: inout [Unmanaged<ConnectionCore>]) {
         assertOnLoopThread("runDispatch")
+        #if DEBUG
+        isDispatching = true
+        defer { isDispatching = false }
+        #endif
         while dispatchPending.load(ordering: .relaxed) {
             dispatchPending.store(false, ordering: .relaxed)
             swap(&dispatching, &_toDispatch)        // a target may schedule again: into the emptied array
-            for target in dispatching { target.dispatch() }
+            for target in dispatching { target._withUnsafeGuaranteedRef { $0.dispatch() } }
             dispatching.removeAll(keepingCapacity: true)
         }
+    }
+
+    /// Forgets a scheduled dispatch of `core`, which is about to be released (see `scheduleDispatch`). Not from
+    /// inside a dispatch: the round's own list would still hold it.
+    func cancelDispatch(_ core: ConnectionCore) {
+        #if DEBUG
+        precondition(!isDispatching, "cancelDispatch inside a dispatch")
+        #endif
+        toDispatch.removeAll { $0.toOpaque() == Unmanaged.passUnretained(core).toOpaque() }
     }
 
     /// Serves each source whose descriptor was ready or whose deadline passed, in the order they were added, after

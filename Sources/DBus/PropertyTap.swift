@@ -37,12 +37,16 @@ final class PropertyTap: Sendable {
 
     /// The property's bytes if `raw`'s body is a `PropertiesChanged` (`sa{sv}as`) of `interface` that carries it as
     /// `ay`, with whether it came alone; nil for anything else.
+    ///
+    /// Each libdbus iterator call is some hundred instructions, so none is made that the walk does not need: an array
+    /// of anything but dict entries (or an empty one) ends the loop below at once with nothing found, as a check of
+    /// its element type would have.
     static func value(in raw: OpaquePointer, interface: String, property: String) -> (bytes: [UInt8], alone: Bool)? {
         var args = DBusMessageIter()
         guard dbus_message_iter_init(raw, &args) != 0, dbus_message_iter_get_arg_type(&args) == TypeCode.string,
               Self.string(&args, equals: interface),
-              dbus_message_iter_next(&args) != 0, dbus_message_iter_get_arg_type(&args) == TypeCode.array,
-              dbus_message_iter_get_element_type(&args) == TypeCode.dictEntry else { return nil }
+              dbus_message_iter_next(&args) != 0, dbus_message_iter_get_arg_type(&args) == TypeCode.array
+        else { return nil }
         var entries = DBusMessageIter()
         dbus_message_iter_recurse(&args, &entries)
         var bytes: [UInt8]?
@@ -74,14 +78,19 @@ final class PropertyTap: Sendable {
         return expected.withCString { strcmp($0, pointer) == 0 }
     }
 
-    /// The `ay` inside the variant at `iter`, or nil when the variant holds something else.
+    /// The `ay` inside the variant at `iter`, or nil when the variant holds something else. The element type is
+    /// asked only of an empty array: a non-empty one shows it as the type of its first element.
     private static func byteArray(in iter: inout DBusMessageIter) -> [UInt8]? {
         var variant = DBusMessageIter()
         dbus_message_iter_recurse(&iter, &variant)
-        guard dbus_message_iter_get_arg_type(&variant) == TypeCode.array,
-              dbus_message_iter_get_element_type(&variant) == TypeCode.byte else { return nil }
+        guard dbus_message_iter_get_arg_type(&variant) == TypeCode.array else { return nil }
         var elements = DBusMessageIter()
         dbus_message_iter_recurse(&variant, &elements)
+        switch dbus_message_iter_get_arg_type(&elements) {
+        case TypeCode.byte: break
+        case TypeCode.invalid: return dbus_message_iter_get_element_type(&variant) == TypeCode.byte ? [] : nil
+        default: return nil
+        }
         var base: UnsafePointer<UInt8>? = nil
         var count: Int32 = 0
         dbus_message_iter_get_fixed_array(&elements, &base, &count)
