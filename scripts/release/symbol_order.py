@@ -65,6 +65,7 @@ def build() -> tuple[Path, Path]:
     make = ["make", "-s", "--no-print-directory", "-C", str(REPO)]
     subprocess.run(make + ["release-prep"], check=True)
     flags = subprocess.run(make + ["print-release-flags"], check=True, capture_output=True, text=True).stdout.split()
+    flags = without_unnamed_order(flags)
     link_map = SCRATCH / "gattbridge.map"
     subprocess.run(["swift", "build", *flags, "-Xlinker", f"-Map={link_map}", "--scratch-path", str(SCRATCH)],
                    cwd=REPO, check=True)
@@ -251,12 +252,28 @@ def in_large_sections(link_map: Path, limit: int = 32 * 1024) -> set[str]:
     return large
 
 
+def without_unnamed_order(flags: list[str]) -> list[str]:
+    """`make release`'s flags less the unnamed-order linker script. Placed in an output section of their own, the
+    unnamed functions lie outside the binary's `.text`, and valgrind then attributes them to no object ("???"), so a
+    profile of such a binary cannot see them run."""
+    out: list[str] = []
+    for flag in flags:
+        if flag.endswith("/unnamed-order.ld") and out[-3:] == ["-Xlinker", "-T", "-Xlinker"]:
+            del out[-3:]
+            continue
+        out.append(flag)
+    return out
+
+
 class UnnamedSections:
     """The binary's code input sections that define no symbol, from the linker map: LLVM's private functions (closure
     context destroyers `objectdestroy`, `__unnamed_N` helpers, extra-inhabitant witnesses), whose `.L` names never
     reach the symbol table, so a symbol ordering file cannot name them. A linker script can, by object and section."""
 
     def __init__(self, link_map: Path) -> None:
+        if re.search(r"(?m)^\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+\d+ \.text\.unnamed$", link_map.read_text(errors="replace")):
+            sys.exit("symbol_order: the binary was linked with scripts/release/unnamed-order.ld; link it without "
+                     "(as this script's own build does), or valgrind cannot see its unnamed functions run")
         sections: list[tuple[int, int, str, str]] = []
         named: set[int] = set()
         for line in link_map.read_text(errors="replace").splitlines():
@@ -298,13 +315,15 @@ def linker_script(sections: list[tuple[str, str]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--binary", type=Path, help="an unstripped release gattbridge (default: build one)")
+    parser.add_argument("--binary", type=Path, help="an unstripped release gattbridge linked without "
+                        "unnamed-order.ld (default: build one)")
     parser.add_argument("--map", type=Path, help="the linker map (-Map) of --binary")
     parser.add_argument("--seconds", type=int, default=60, help="idle time after the trim (notifications, polls, keepalives)")
     options = parser.parse_args()
     if options.binary and not options.map:
         parser.error("--binary needs --map")
     binary, link_map = (options.binary, options.map) if options.binary else build()
+    UnnamedSections(link_map)   # refuses a binary linked with the unnamed order before the long profile
     with tempfile.TemporaryDirectory(prefix="gattbridge-symbol-order.") as directory:
         startup_part, steady_part, commands_part = profile(binary, options.seconds, Path(directory))
         parts = [Profile(part, binary) for part in (steady_part, commands_part, startup_part)]
