@@ -323,7 +323,7 @@ def main() -> None:
     if options.binary and not options.map:
         parser.error("--binary needs --map")
     binary, link_map = (options.binary, options.map) if options.binary else build()
-    UnnamedSections(link_map)   # refuses a binary linked with the unnamed order before the long profile
+    unnamed_sections = UnnamedSections(link_map)   # refuses a binary linked with the unnamed order, before the profile
     with tempfile.TemporaryDirectory(prefix="gattbridge-symbol-order.") as directory:
         startup_part, steady_part, commands_part = profile(binary, options.seconds, Path(directory))
         parts = [Profile(part, binary) for part in (steady_part, commands_part, startup_part)]
@@ -337,7 +337,6 @@ def main() -> None:
                 functions.append(name)
     # Unnamed sections of the steady state and the commands only: what runs only before the trim is dropped by it
     # wherever it lies.
-    unnamed_sections = UnnamedSections(link_map)
     unnamed: list[tuple[str, str]] = []
     for part in parts[:2]:
         unnamed += [section for section in unnamed_sections.ranked(part) if section not in unnamed]
