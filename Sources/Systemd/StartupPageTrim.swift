@@ -1,3 +1,4 @@
+internal import CSystemd
 import Glibc
 
 /// Takes the code and read-only data that only the daemon's start-up (or a later burst of one-time work) touched out
@@ -17,6 +18,15 @@ import Glibc
 /// Safe because only mappings that are not writable and hold no anonymous page are touched: each of their pages reads
 /// back identical from the file. The relocated read-only data (RELRO: written by the dynamic linker, then made
 /// read-only, so its pages are anonymous copies), the heap, stacks and every writable mapping are left alone.
+///
+/// Fault-around off. On a read fault in a file mapping the kernel maps not one page but every cached page of the
+/// aligned 64 KB window around it, so each function the steady state runs kept up to 15 neighbours it never runs
+/// resident: with the code it runs spread over the standard library's one 1.6 MB section, that was most of what 50
+/// broadcasters cost (docs/dev/MEMORY.md). The kernel skips fault-around in a mapping registered with a userfaultfd
+/// for write-protect tracking, and from Linux 6.7 such a registration can be asynchronous, needing no thread to serve
+/// it; nothing is ever write-protected, so it changes nothing else. The trim registers the mappings it drops, once
+/// per mapping, with one descriptor kept for the life of the process. Where the kernel is older or `userfaultfd` is
+/// filtered, the pages fault in 64 KB at a time as before.
 public enum StartupPageTrim {
     /// A mapping that can be dropped: its address range and how much of it is resident.
     public struct Mapping: Equatable, Sendable {
@@ -33,15 +43,19 @@ public enum StartupPageTrim {
     public struct Plan: Sendable {
         public let mappings: [Mapping]
         public let rssBeforeKiB: Int
+        /// Whether the trimmed mappings will fault back one page at a time (see above).
+        public let faultAroundOff: Bool
         /// The candidates' resident pages: what `MADV_DONTNEED` takes out of the resident set.
         public var releasableKiB: Int { mappings.reduce(0) { $0 + $1.residentKiB } }
         public var rssAfterKiB: Int { max(0, rssBeforeKiB - releasableKiB) }
     }
 
-    /// What one trim did: the mappings advised and how many calls failed.
+    /// What one trim did: the mappings advised, how many calls failed, and how many mappings kept fault-around
+    /// because their registration was refused.
     public struct Outcome: Sendable {
         public let mappings: Int
         public let failed: Int
+        public let faultAroundKept: Int
     }
 
     /// `GATTBRIDGE_NO_TRIM=1` turns the trim off (to compare, or if a kernel ever misbehaves with it).
@@ -49,15 +63,25 @@ public enum StartupPageTrim {
         getenv("GATTBRIDGE_NO_TRIM").map { String(cString: $0) == "1" } ?? false
     }
 
+    /// `GATTBRIDGE_FAULT_AROUND=1` keeps the kernel's fault-around (to measure what turning it off saves).
+    static var keepsFaultAround: Bool {
+        getenv("GATTBRIDGE_FAULT_AROUND").map { String(cString: $0) == "1" } ?? false
+    }
+
+    /// The userfaultfd the trimmed mappings are registered with; -1 where there is none. Opened at the first trim and
+    /// never closed: closing it would unregister every mapping.
+    private static let faultAroundSwitch: Int32 = keepsFaultAround ? -1 : gattbridge_fault_around_switch()
+
     /// The mappings of `smaps` (the text of `/proc/PID/smaps`) that may be dropped: private, not writable, backed by
-    /// a file (an inode, a path; not a device), with resident pages and none of them anonymous.
+    /// a file (an inode, a path; not a device), with no anonymous page. Those with no resident page are listed too:
+    /// dropping them is a no-op, but they still need fault-around off before their first fault.
     public static func candidates(smaps: String) -> [Mapping] {
         var result: [Mapping] = []
         var current: (start: UInt, end: UInt, path: String)?
         var rss = 0
         var anonymous = 0
         func close() {
-            if let mapping = current, rss > 0, anonymous == 0 {
+            if let mapping = current, anonymous == 0 {
                 result.append(Mapping(start: mapping.start, end: mapping.end, residentKiB: rss, path: mapping.path))
             }
             current = nil
@@ -97,6 +121,13 @@ public enum StartupPageTrim {
         defer { ranges.deallocate() }
         var advised = 0
         var failed = 0
+        var kept = 0
+        let faultAround = faultAroundSwitch
+        for range in ranges where faultAround >= 0 {
+            // Before the pages go: their first fault back is then already one page. A mapping registered by an
+            // earlier trim is accepted again; EINVAL or EBUSY (a special mapping, another userfaultfd) keeps it as is.
+            if gattbridge_fault_around_off(faultAround, range.start, range.end - range.start) != 0 { kept += 1 }
+        }
         for range in ranges {
             // EINVAL (a locked or special mapping) or EPERM (a seccomp filter without madvise): leave it be.
             if madvise(UnsafeMutableRawPointer(bitPattern: range.start), Int(range.end - range.start), MADV_DONTNEED) == 0 {
@@ -105,13 +136,14 @@ public enum StartupPageTrim {
                 failed += 1
             }
         }
-        return Outcome(mappings: advised, failed: failed)
+        return Outcome(mappings: advised, failed: failed, faultAroundKept: kept)
     }
 
     @inline(never)
     private static func prepare(announce: (Plan) -> Void) -> UnsafeMutableBufferPointer<(start: UInt, end: UInt)>? {
         guard let smaps = read("/proc/self/smaps") else { return nil }
-        let plan = Plan(mappings: candidates(smaps: smaps), rssBeforeKiB: residentKiB())
+        let plan = Plan(mappings: candidates(smaps: smaps), rssBeforeKiB: residentKiB(),
+                        faultAroundOff: faultAroundSwitch >= 0)
         announce(plan)
         let ranges = UnsafeMutableBufferPointer<(start: UInt, end: UInt)>.allocate(capacity: plan.mappings.count)
         for (index, mapping) in plan.mappings.enumerated() { ranges[index] = (mapping.start, mapping.end) }

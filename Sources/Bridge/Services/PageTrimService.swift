@@ -57,13 +57,18 @@ struct PageTrimService: Service {
         let outcome = StartupPageTrim.run { plan in
             let summary = "released \(plan.releasableKiB) KiB from \(plan.mappings.count) read-only file mappings (RSS \(plan.rssBeforeKiB) -> \(plan.rssAfterKiB) KiB)"
             switch kind {
-            case .startup: logger.info("start-up page trim: \(summary)")
+            case .startup:
+                logger.info("start-up page trim: \(summary)")
+                logger.debug("their pages fault back \(plan.faultAroundOff ? "one at a time (fault-around off)" : "64 KiB at a time (fault-around on)")")
             case .settled: logger.debug("page trim after changes settled: \(summary)")
             }
         }
         guard let outcome else {
             logger.debug("page trim skipped: /proc/self/smaps unreadable")
             return
+        }
+        if outcome.faultAroundKept > 0 {
+            logger.debug("page trim: \(outcome.faultAroundKept) mappings keep fault-around (registration refused)")
         }
         if outcome.failed > 0 {
             logger.notice("page trim: madvise refused \(outcome.failed) of \(outcome.failed + outcome.mappings) mappings; they stay resident")
