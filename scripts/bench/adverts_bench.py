@@ -140,6 +140,18 @@ def print_row(r: dict) -> None:
           f"{r['minor_faults_per_s']:>8.1f} {r['loadavg'][0]:>6.2f}{note}", flush=True)
 
 
+def print_targets(rows: list[dict]) -> None:
+    """The cost the passive half is held to (docs/performance.md#passive-broadcasts): 50 broadcasters at 1 Hz, settled,
+    at most 1 % of a core and 2 MB of RSS over the idle row."""
+    row = next((r for r in rows if r["broadcasters"] == 50 and r["phase"] == "settled"), None)
+    if row is None:
+        return
+    cpu, rss = row["gattbridge_cpu_pct"], row["rss_delta_mb"]
+    verdict = "met" if cpu <= 1.0 and rss <= 2.0 else "NOT met"
+    print(f"50 broadcasters at 1 Hz, settled: {cpu:.2f} % of a core (target <= 1 %), RSS {rss:+.2f} MB over idle "
+          f"(target <= 2 MB): {verdict}", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", default="50,100,150,200,250", help="broadcaster counts, ascending")
@@ -234,6 +246,7 @@ def main() -> int:
                 world.mqtt.wait_count(f"{BASE}/{path}/stamp", 5, timeout=30, since=since)
             print(f"\nthe three connected devices stayed online; 5 notifications on each stamp device arrived after "
                   f"{count} broadcasters", flush=True)
+            print_targets(result["steps"])
         if not gb.running:
             failed = f"gattbridge exited ({gb.returncode}): {gb.stderr_lines[-10:]}"
     except TimeoutError as exc:
