@@ -9,7 +9,8 @@ back). The numbers are printed, never asserted.
     .venv/bin/python scripts/bench/memory.py [--idle-seconds 15] [--burst 5000] [--json out.json]
 
 GATTBRIDGE_BIN chooses the binary (default: .build-release, what `make bench-build` makes); the daemon inherits the
-environment, so e.g. GATTBRIDGE_NO_TRIM=1 measures it without its start-up page trim (docs/dev/MEMORY.md).
+environment, so e.g. GATTBRIDGE_NO_TRIM=1 measures it without its start-up page trim, and GATTBRIDGE_FAULT_AROUND=1
+with the trim but with the kernel's fault-around on the trimmed mappings (docs/dev/MEMORY.md).
 """
 
 from __future__ import annotations
