@@ -2,9 +2,10 @@
 daemon's functions.
 
 Why: the release binary has 12 MB of code, and the daemon runs about 1 MB of it, spread over the whole file. Every
-page the kernel maps for it (64 KB at a time, fault-around) stays resident, so without an order the idle daemon keeps
-~7.5 MB of code mapped; with the functions it runs packed together, ~4.5 MB. A stale list is harmless (new functions
-just keep their default place); regenerate it when the daemon's code changed a lot.
+page the kernel maps for it stays resident, and where the kernel faults around (64 KB at a time: before the start-up
+trim everywhere, after it on kernels before 6.7, docs/dev/MEMORY.md#fault-around-off-2026-11-28) without an order the
+idle daemon kept ~7.5 MB of code mapped; with the functions it runs packed together, ~4.5 MB. A stale list is
+harmless (new functions just keep their default place); regenerate it when the daemon's code changed a lot.
 
 How: runs an unstripped release binary under valgrind's callgrind against the simulated bench (the three demo
 peripherals, a second heart rate strap without AcquireNotify, two BTHome broadcasters, mosquitto, `gattbridge run -c
