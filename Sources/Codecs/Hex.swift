@@ -5,6 +5,11 @@ public enum Hex {
     /// Written straight into the string's storage: this runs for every notification of a `hex` channel, and an
     /// intermediate byte array (one allocation and one free) and a table behind a lazy global were most of its cost.
     public static func encode(_ bytes: [UInt8]) -> String {
+        bytes.withUnsafeBytes { encode($0) }
+    }
+
+    /// `encode` of bytes the caller only lends (a notification as read, see `Codec.decode(_:)`).
+    public static func encode(_ bytes: UnsafeRawBufferPointer) -> String {
         guard !bytes.isEmpty else { return "" }
         return String(unsafeUninitializedCapacity: bytes.count * 2) { out in
             var index = 0

@@ -39,17 +39,22 @@ final class ChannelPublisher: Sendable {
         send(channel.codec.mapLine(line))
     }
 
-    /// One notification.
-    func publish(_ bytes: [UInt8]) {
+    /// One notification, its bytes lent by the reader (valid only during the call): decoded where they are, so a
+    /// value costs no byte array of its own (an allocation and a free per notification).
+    func publish(_ bytes: UnsafeRawBufferPointer) {
         if let text {
             let codec = channel.codec
-            for line in text.append(bytes) { send(codec.mapLine(line)) }
+            for line in text.append(Array(bytes)) { send(codec.mapLine(line)) }
             if text.hasPending {
                 text.armFlush(after: channel.flushAfter) { [weak self] line in self?.send(codec.mapLine(line)) }
             }
             return
         }
-        decodeAndSend(bytes)
+        do {
+            send(try channel.codec.decode(bytes))
+        } catch {
+            logger.warning("cannot decode value of \(channel.name): \(error)", metadata: ["topic": "\(topic)"])
+        }
     }
 
     private func decodeAndSend(_ bytes: [UInt8]) {
@@ -153,14 +158,15 @@ final class NotificationGate: Sendable {
         self.publisher = publisher
     }
 
-    func deliver(_ value: [UInt8]) {
+    /// One value, lent by the reader (valid only during the call): published from where it is, or copied to be held.
+    func deliver(_ value: UnsafeRawBufferPointer) {
         phase.withLock { phase in
             switch phase {
             case .open:
                 publisher.publish(value)
             case .holding(var held):
                 phase = .closed             // drop the enum's reference so the append does not copy
-                held.append(value)
+                held.append(Array(value))
                 phase = .holding(held)
             case .closed:
                 break
@@ -172,7 +178,7 @@ final class NotificationGate: Sendable {
         phase.withLock { phase in
             guard case .holding(let held) = phase else { return }
             phase = .open
-            for value in held { publisher.publish(value) }
+            for value in held { value.withUnsafeBytes { publisher.publish($0) } }
         }
     }
 

@@ -19,12 +19,12 @@ struct NotificationGateTests {
 
     @Test func holdsValuesUntilOpenedThenPublishesDirectly() throws {
         let (gate, client) = try Self.makeGate()
-        gate.deliver([1])
-        gate.deliver([2])
+        gate.deliver(bytes: [1])
+        gate.deliver(bytes: [2])
         #expect(client.offlineBufferCount == 0)
         gate.open()
         #expect(client.offlineBufferCount == 2)
-        gate.deliver([3])
+        gate.deliver(bytes: [3])
         #expect(client.offlineBufferCount == 3)
         gate.open()                                   // idempotent: the held values are not published twice
         #expect(client.offlineBufferCount == 3)
@@ -32,10 +32,15 @@ struct NotificationGateTests {
 
     @Test func closedGatePublishesNothing() throws {
         let (gate, client) = try Self.makeGate()
-        gate.deliver([1])
+        gate.deliver(bytes: [1])
         gate.close()
         gate.open()
-        gate.deliver([2])
+        gate.deliver(bytes: [2])
         #expect(client.offlineBufferCount == 0)
     }
+}
+
+private extension NotificationGate {
+    /// The reader lends its bytes; a test's array does the same for the call.
+    func deliver(bytes: [UInt8]) { bytes.withUnsafeBytes { deliver($0) } }
 }
