@@ -11,15 +11,27 @@ public enum Hex {
     /// `encode` of bytes the caller only lends (a notification as read, see `Codec.decode(_:)`).
     public static func encode(_ bytes: UnsafeRawBufferPointer) -> String {
         guard !bytes.isEmpty else { return "" }
-        return String(unsafeUninitializedCapacity: bytes.count * 2) { out in
-            var index = 0
-            for byte in bytes {
-                out[index] = digit(byte >> 4)
-                out[index + 1] = digit(byte & 0xF)
-                index += 2
-            }
-            return index
+        return String(unsafeUninitializedCapacity: bytes.count * 2) { write(bytes, into: $0) }
+    }
+
+    /// The text `encode` returns, as UTF-8 in a buffer on the stack (on the heap past Swift's bound for that), lent
+    /// to `body`: valid only during the call. A notification's way out (`ChannelPublisher`) makes no `String` for
+    /// it, which cost an allocation, a UTF-8 check and a free per value. Not generic: called from another module, a
+    /// generic one is not specialised, and its temporary allocation then asked for `Result`'s metadata on every call.
+    public static func withEncoded(_ bytes: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bytes.count * 2) { out in
+            body(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(out)[..<write(bytes, into: out)]))
         }
+    }
+
+    private static func write(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        var index = 0
+        for byte in bytes {
+            out[index] = digit(byte >> 4)
+            out[index + 1] = digit(byte & 0xF)
+            index += 2
+        }
+        return index
     }
 
     @inline(__always)

@@ -150,13 +150,11 @@ final class MosquittoHandle: @unchecked Sendable {
         io.withLockIfAvailable { publishLocked(message, mid: &mid) }
     }
 
-    /// `tryPublish` for a value given as topic and text (`MQTTClient.publish(topic:text:qos:retain:)`), without
-    /// MQTT 5 properties.
-    func tryPublish(topic: String, text: String, qos: MQTTQoS, retain: Bool, mid: inout Int32) -> (rc: Int32, wantsWrite: Bool)? {
+    /// `tryPublish` for a value given as topic and payload bytes, without MQTT 5 properties (the text of
+    /// `MQTTClient.publish(topic:text:qos:retain:)` or the bytes lent to `publish(topic:utf8:qos:retain:)`).
+    func tryPublish(topic: String, bytes: UnsafeRawBufferPointer, qos: MQTTQoS, retain: Bool, mid: inout Int32) -> (rc: Int32, wantsWrite: Bool)? {
         io.withLockIfAvailable {
-            MQTTMessage.withUTF8(of: text) { bytes in
-                publishLocked(topic: topic, bytes, qos: qos, retain: retain, properties: nil, mid: &mid)
-            }
+            publishLocked(topic: topic, bytes, qos: qos, retain: retain, properties: nil, mid: &mid)
         }
     }
 

@@ -16,8 +16,24 @@ final class ChannelPublisher: Sendable {
     private let isEvent: Bool
     private let qos: Int
     private let retain: Bool
+    /// A `hex` channel without a `values` map and not an event: its values go out as UTF-8 encoded on the stack
+    /// (`Hex.withEncoded`), no `String` per notification.
+    private let publishesHexBytes: Bool
     /// The last payload published, for a Home Assistant restart (`<prefix>/status` online) to get current states.
-    private let last = Mutex<String?>(nil)
+    /// Its UTF-8 in a buffer kept from value to value (copied in, no allocation once it is large enough), so a value
+    /// published from bytes needs no `String` to be kept.
+    private let last = Mutex(LastPayload())
+
+    private struct LastPayload {
+        var utf8: [UInt8] = []
+        var isSet = false
+
+        mutating func keep(_ payload: some Collection<UInt8>) {
+            utf8.removeAll(keepingCapacity: true)
+            utf8.append(contentsOf: payload)
+            isSet = true
+        }
+    }
 
     init(channel: ChannelConfig, topic: String, publisher: any MessagePublisher, logger: Logger) {
         self.channel = channel
@@ -28,6 +44,7 @@ final class ChannelPublisher: Sendable {
         isEvent = channel.homeassistant.isEvent
         qos = channel.qos
         retain = channel.retain
+        publishesHexBytes = channel.codecKind == .hex && channel.values.isEmpty && !isEvent
     }
 
     /// A value read (a poll or a `get`): a whole value, never spliced into a notify text channel's partial line.
@@ -47,6 +64,13 @@ final class ChannelPublisher: Sendable {
             for line in text.append(Array(bytes)) { send(codec.mapLine(line)) }
             if text.hasPending {
                 text.armFlush(after: channel.flushAfter) { [weak self] line in self?.send(codec.mapLine(line)) }
+            }
+            return
+        }
+        if publishesHexBytes {
+            Hex.withEncoded(bytes) { utf8 in
+                last.withLock { $0.keep(utf8) }
+                mqtt.publish(topic, utf8: utf8, qos: qos, retain: retain)
             }
             return
         }
@@ -78,13 +102,13 @@ final class ChannelPublisher: Sendable {
                          retain: false)
             return
         }
-        last.withLock { $0 = payload }
+        last.withLock { $0.keep(payload.utf8) }
         mqtt.publish(topic, payload, qos: qos, retain: retain)
     }
 
     /// Publishes the last value again (nothing if there was none).
     func republish() {
-        guard let payload = last.withLock({ $0 }) else { return }
+        guard let payload = last.withLock({ $0.isSet ? String(decoding: $0.utf8, as: UTF8.self) : nil }) else { return }
         mqtt.publish(topic, payload, qos: qos, retain: retain)
     }
 }
