@@ -33,6 +33,18 @@ final class ChannelPublisher: Sendable {
             utf8.append(contentsOf: payload)
             isSet = true
         }
+
+        /// `keep` for bytes lent by the caller. A channel's values mostly keep their length from one to the next:
+        /// then they are copied over the last ones in place, without emptying and refilling the array.
+        mutating func keep(_ payload: UnsafeRawBufferPointer) {
+            if utf8.count == payload.count {
+                utf8.withUnsafeMutableBytes { $0.copyMemory(from: payload) }
+            } else {
+                utf8.removeAll(keepingCapacity: true)
+                utf8.append(contentsOf: payload)
+            }
+            isSet = true
+        }
     }
 
     init(channel: ChannelConfig, topic: String, publisher: any MessagePublisher, logger: Logger) {
