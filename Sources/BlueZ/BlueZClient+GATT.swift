@@ -52,12 +52,13 @@ extension BlueZClient {
     /// peripheral refuses; BlueZ has no flag announcing AcquireNotify support, so trying is the only test.
     ///
     /// `onValue`, when given, takes the values synchronously on the D-Bus event-loop thread instead of `values`
-    /// (saving the thread hops through the actor and the caller's task); it must be quick and must not block.
+    /// (saving the thread hops through the actor and the caller's task); it must be quick and must not block. Its
+    /// bytes are lent (the socket's read buffer, libdbus's message), valid only during the call: no array per value.
     /// `values` then only finishes when the subscription ends. On the signal path the PropertiesChanged signals that
     /// carry only a value are consumed there and never reach the actor; others (rare) still update the mirror.
     public func subscribe(characteristic path: String, preferAcquire: Bool = true,
                           timeout: Duration = .seconds(10),
-                          onValue: (@Sendable ([UInt8]) -> Void)? = nil) async throws(BlueZError) -> NotificationSubscription {
+                          onValue: (@Sendable (UnsafeRawBufferPointer) -> Void)? = nil) async throws(BlueZError) -> NotificationSubscription {
         guard let info = mirror.characteristic(path) else { throw .characteristicNotFound(path) }
         if preferAcquire, info.notifyAcquired != true {
             do throws(BlueZError) {
@@ -89,7 +90,7 @@ extension BlueZClient {
     }
 
     private func acquireNotify(_ info: GattCharacteristicInfo, timeout: Duration,
-                               onValue: (@Sendable ([UInt8]) -> Void)?) async throws(BlueZError) -> NotificationSubscription {
+                               onValue: (@Sendable (UnsafeRawBufferPointer) -> Void)?) async throws(BlueZError) -> NotificationSubscription {
         let path = info.path
         let reply = try await serialized(path) { () async throws(BlueZError) in
             try await call(path, BlueZNames.gattCharacteristic, "AcquireNotify", [.stringDict([:])],
@@ -109,7 +110,7 @@ extension BlueZClient {
     }
 
     private func startNotify(_ info: GattCharacteristicInfo, timeout: Duration,
-                             onValue: (@Sendable ([UInt8]) -> Void)?) async throws(BlueZError) -> NotificationSubscription {
+                             onValue: (@Sendable (UnsafeRawBufferPointer) -> Void)?) async throws(BlueZError) -> NotificationSubscription {
         let path = info.path
         let (values, continuation) = AsyncStream<[UInt8]>.makeStream()
         // Registered before StartNotify so the first value cannot slip past.

@@ -30,13 +30,13 @@ final class FDNotificationReader: Sendable {
     /// Loop thread only (`readAvailable`).
     private let batch: PacketBatch
     private let continuation: AsyncStream<[UInt8]>.Continuation
-    private let sink: (@Sendable ([UInt8]) -> Void)?
+    private let sink: (@Sendable (UnsafeRawBufferPointer) -> Void)?
     private let state: Mutex<State>
 
     /// Takes ownership of `fd` (closed by `stop()` or at the hang-up). `sink`, when given, receives every value on
-    /// the loop thread (it must not block).
+    /// the loop thread (it must not block), lent from the read buffer: valid only during the call.
     init(loop: EventLoop, fd: consuming OwnedFD, mtu: Int, continuation: AsyncStream<[UInt8]>.Continuation,
-         sink: (@Sendable ([UInt8]) -> Void)? = nil) {
+         sink: (@Sendable (UnsafeRawBufferPointer) -> Void)? = nil) {
         self.loop = loop
         // A notification carries at most MTU − 3 bytes; a larger buffer costs nothing and survives an MTU we were not told.
         batch = PacketBatch(capacity: max(mtu, 1024), slots: Self.slots)
@@ -80,7 +80,7 @@ final class FDNotificationReader: Sendable {
             let fd = state.withLock { $0.closed ? -1 : $0.fd }
             guard fd >= 0 else { return }
             var ended = false
-            // Copied out of the stack buffers: values the size of the notification rather than of the MTU.
+            // A sink borrows the value from the read buffer; the stream gets a copy the size of the notification.
             let outcome = batch.receive(fd: fd) { packet in
                 guard !ended else { return }
                 // An empty notification, unless it is the end-of-file of a hung-up socket.
@@ -88,7 +88,7 @@ final class FDNotificationReader: Sendable {
                     ended = true
                     return
                 }
-                deliver(Array(packet))
+                deliver(packet)
             }
             switch outcome {
             case _ where ended:
@@ -118,11 +118,11 @@ final class FDNotificationReader: Sendable {
         return entry.revents & (Int16(POLLHUP) | pollReadHangUp | Int16(POLLERR) | Int16(POLLNVAL)) != 0
     }
 
-    private func deliver(_ value: [UInt8]) {
+    private func deliver(_ value: UnsafeRawBufferPointer) {
         if let sink {
             sink(value)
         } else {
-            continuation.yield(value)
+            continuation.yield(Array(value))
         }
     }
 

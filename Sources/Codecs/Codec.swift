@@ -38,6 +38,17 @@ public struct Codec: Sendable, Equatable {
         return try Self.decodeRaw(kind, bytes)
     }
 
+    /// `decode` of bytes the caller only lends: a notification as it was read (the notify socket's buffer, libdbus's
+    /// message), so the hot path makes no byte array per value (an allocation and a free). The `hex` codec reads them
+    /// where they are; the others get an array, as before.
+    public func decode(_ bytes: UnsafeRawBufferPointer) throws(CodecError) -> String {
+        if !mappedBytes.isEmpty, let index = mappedBytes.firstIndex(where: { $0.elementsEqual(bytes) }) {
+            return values[index].key
+        }
+        if kind == .hex { return Hex.encode(bytes) }
+        return try Self.decodeRaw(kind, Array(bytes))
+    }
+
     /// A payload that is a key of the map is written as its mapped value; anything else goes through the codec.
     public func encode(_ payload: String) throws(CodecError) -> [UInt8] {
         if let index = values.firstIndex(where: { $0.key == payload }) {

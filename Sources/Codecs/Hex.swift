@@ -5,21 +5,37 @@ public enum Hex {
     /// Written straight into the string's storage: this runs for every notification of a `hex` channel, and an
     /// intermediate byte array (one allocation and one free) and a table behind a lazy global were most of its cost.
     public static func encode(_ bytes: [UInt8]) -> String {
+        bytes.withUnsafeBytes { encode($0) }
+    }
+
+    /// `encode` of bytes the caller only lends (a notification as read, see `Codec.decode(_:)`).
+    public static func encode(_ bytes: UnsafeRawBufferPointer) -> String {
         guard !bytes.isEmpty else { return "" }
-        return String(unsafeUninitializedCapacity: bytes.count * 2) { out in
-            var index = 0
-            for byte in bytes {
-                out[index] = digit(byte >> 4)
-                out[index + 1] = digit(byte & 0xF)
-                index += 2
-            }
-            return index
+        return String(unsafeUninitializedCapacity: bytes.count * 2) { write(bytes, into: $0) }
+    }
+
+    /// The text `encode` returns, as UTF-8 in a buffer on the stack (on the heap past Swift's bound for that), lent
+    /// to `body`: valid only during the call. A notification's way out (`ChannelPublisher`) makes no `String` for
+    /// it, which cost an allocation, a UTF-8 check and a free per value. Not generic: called from another module, a
+    /// generic one is not specialised, and its temporary allocation then asked for `Result`'s metadata on every call.
+    public static func withEncoded(_ bytes: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bytes.count * 2) { out in
+            body(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(out)[..<write(bytes, into: out)]))
         }
     }
 
-    @inline(__always)
-    private static func digit(_ nibble: UInt8) -> UInt8 {
-        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") - 10 + nibble
+    /// Two digits per byte into `out` (room for `2 × bytes.count`), looked up in a constant table through a moving
+    /// pointer: the index arithmetic (overflow-checked) and the branch per digit were most of the encoding's
+    /// instructions, about 20 per byte.
+    private static func write(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        guard var target = out.baseAddress else { return 0 }
+        let digits = ("0123456789abcdef" as StaticString).utf8Start
+        for byte in bytes {
+            target[0] = digits[Int(truncatingIfNeeded: byte &>> 4)]
+            target[1] = digits[Int(truncatingIfNeeded: byte & 0xF)]
+            target += 2
+        }
+        return bytes.count &* 2
     }
 
     /// Accepts either case, groups separated by spaces or colons ("01 02", "aa:bb"), and an optional `0x` on

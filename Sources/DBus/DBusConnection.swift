@@ -108,11 +108,11 @@ public final class DBusConnection: Sendable {
 
     /// Runs `handler` on the loop thread with the bytes of `property` (an `ay`) from every `PropertiesChanged` of
     /// `interface` that `sender` emits for `path`, before any subscription sees the signal; with whether the property
-    /// came alone in it. When the handler returns true the subscriptions do not get that signal. It must be quick
-    /// and must not block. The tap adds no match rule of its own: a `subscribe` covering the same signals must be
+    /// came alone in it. The bytes are lent from libdbus's message, valid only during the call (no array per value).
+    /// When the handler returns true the subscriptions do not get that signal. It must be quick and must not block. The tap adds no match rule of its own: a `subscribe` covering the same signals must be
     /// active (its sender tracking is what lets a well-known `sender` match). Ends when the token is cancelled.
     public func tapProperty(sender: String, path: String, interface: String, property: String,
-                            handler: @escaping @Sendable (_ value: [UInt8], _ alone: Bool) -> Bool) async -> SignalTap {
+                            handler: @escaping @Sendable (_ value: UnsafeRawBufferPointer, _ alone: Bool) -> Bool) async -> SignalTap {
         let core = core
         let id = core.makeID()
         let tap = PropertyTap(sender: sender, path: path, interface: interface, property: property, handler: handler)

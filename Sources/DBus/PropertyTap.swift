@@ -5,8 +5,9 @@ import Glibc
 /// carries it, ahead of the async subscriptions (the signal path: a characteristic's `Value`).
 ///
 /// It reads the message where libdbus holds it: the header fields are compared as C strings and the value is taken
-/// with one `dbus_message_iter_get_fixed_array`, so a notification costs one array, not a `DBusMessage` with five
-/// header strings and a decoded body of one enum value per byte (which was most of gattbridge's own CPU on this path).
+/// with one `dbus_message_iter_get_fixed_array` and lent to the handler where it lies, so a notification costs no
+/// allocation, not a `DBusMessage` with five header strings and a decoded body of one enum value per byte (which was
+/// most of gattbridge's own CPU on this path), nor a byte array (an allocation and a free per value).
 ///
 /// A tap adds no match rule: some subscription must make the bus route the signal here (and, for a well-known
 /// sender, track its owner, which is how `sender` is checked). A class: the loop walks the taps for every signal,
@@ -16,9 +17,9 @@ final class PropertyTap: Sendable {
     let path: String
     let interface: String
     let property: String
-    /// The value, and whether it came alone (no other property changed or invalidated in the same signal). True
-    /// consumes the signal: the subscriptions do not see it.
-    let handler: @Sendable (_ value: [UInt8], _ alone: Bool) -> Bool
+    /// The value (lent from the message: valid only during the call), and whether it came alone (no other property
+    /// changed or invalidated in the same signal). True consumes the signal: the subscriptions do not see it.
+    let handler: @Sendable (_ value: UnsafeRawBufferPointer, _ alone: Bool) -> Bool
     /// A unique bus name (":1.42") is matched as it is; a well-known one through its owner's watch.
     let senderIsUnique: Bool
     /// Loop thread only (`ConnectionCore`'s signal delivery): the owner watch of `sender` as looked up at
@@ -26,7 +27,7 @@ final class PropertyTap: Sendable {
     nonisolated(unsafe) var ownerLookup: (generation: UInt64, watch: ConnectionCore.OwnerWatch?) = (.max, nil)
 
     init(sender: String, path: String, interface: String, property: String,
-         handler: @escaping @Sendable (_ value: [UInt8], _ alone: Bool) -> Bool) {
+         handler: @escaping @Sendable (_ value: UnsafeRawBufferPointer, _ alone: Bool) -> Bool) {
         self.sender = sender
         self.path = path
         self.interface = interface
@@ -36,12 +37,12 @@ final class PropertyTap: Sendable {
     }
 
     /// The property's bytes if `raw`'s body is a `PropertiesChanged` (`sa{sv}as`) of `interface` that carries it as
-    /// `ay`, with whether it came alone; nil for anything else.
+    /// `ay`, with whether it came alone; nil for anything else. The bytes lie in `raw`: valid while it lives.
     ///
     /// Each libdbus iterator call is some hundred instructions, so none is made that the walk does not need: an array
     /// of anything but dict entries (or an empty one) ends the loop below at once with nothing found, as a check of
     /// its element type would have.
-    static func value(in raw: OpaquePointer, interface: String, property: String) -> (bytes: [UInt8], alone: Bool)? {
+    static func value(in raw: OpaquePointer, interface: String, property: String) -> (bytes: UnsafeRawBufferPointer, alone: Bool)? {
         var args = DBusMessageIter()
         guard dbus_message_iter_init(raw, &args) != 0, dbus_message_iter_get_arg_type(&args) == TypeCode.string,
               Self.string(&args, equals: interface),
@@ -49,7 +50,7 @@ final class PropertyTap: Sendable {
         else { return nil }
         var entries = DBusMessageIter()
         dbus_message_iter_recurse(&args, &entries)
-        var bytes: [UInt8]?
+        var bytes: UnsafeRawBufferPointer?
         var others = false
         while dbus_message_iter_get_arg_type(&entries) == TypeCode.dictEntry {
             var entry = DBusMessageIter()
@@ -78,9 +79,10 @@ final class PropertyTap: Sendable {
         return expected.withCString { strcmp($0, pointer) == 0 }
     }
 
-    /// The `ay` inside the variant at `iter`, or nil when the variant holds something else. The element type is
-    /// asked only of an empty array: a non-empty one shows it as the type of its first element.
-    private static func byteArray(in iter: inout DBusMessageIter) -> [UInt8]? {
+    /// The `ay` inside the variant at `iter` (where the message holds it), or nil when the variant holds something
+    /// else. The element type is asked only of an empty array: a non-empty one shows it as the type of its first
+    /// element.
+    private static func byteArray(in iter: inout DBusMessageIter) -> UnsafeRawBufferPointer? {
         var variant = DBusMessageIter()
         dbus_message_iter_recurse(&iter, &variant)
         guard dbus_message_iter_get_arg_type(&variant) == TypeCode.array else { return nil }
@@ -88,13 +90,14 @@ final class PropertyTap: Sendable {
         dbus_message_iter_recurse(&variant, &elements)
         switch dbus_message_iter_get_arg_type(&elements) {
         case TypeCode.byte: break
-        case TypeCode.invalid: return dbus_message_iter_get_element_type(&variant) == TypeCode.byte ? [] : nil
+        case TypeCode.invalid:
+            return dbus_message_iter_get_element_type(&variant) == TypeCode.byte ? UnsafeRawBufferPointer(start: nil, count: 0) : nil
         default: return nil
         }
         var base: UnsafePointer<UInt8>? = nil
         var count: Int32 = 0
         dbus_message_iter_get_fixed_array(&elements, &base, &count)
-        guard let base, count > 0 else { return [] }
-        return Array(UnsafeBufferPointer(start: base, count: Int(count)))
+        guard let base, count > 0 else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: base, count: Int(count))
     }
 }

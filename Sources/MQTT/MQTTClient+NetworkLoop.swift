@@ -127,7 +127,7 @@ extension MQTTClient {
                 state.stopDeadline = now + 1_000_000_000
             }
             guard state.socketOpen, handle.socket >= 0, now < state.stopDeadline! else { return finish() }
-            if service(revents: revents) != MOSQ_SUCCESS { state.socketOpen = false }
+            if service(revents: revents).rc != MOSQ_SUCCESS { state.socketOpen = false }
             _ = processLinkEvents()
             return true
         }
@@ -154,10 +154,10 @@ extension MQTTClient {
             }
             return true
         }
-        let rc = service(revents: revents)
+        let (rc, socket) = service(revents: revents)
         handOverWaiting()
         if processLinkEvents() { state.failures = 0 }
-        if rc != MOSQ_SUCCESS || handle.socket < 0 {
+        if rc != MOSQ_SUCCESS || socket < 0 {
             // Not every failure goes through on_disconnect (a failed TLS handshake does not).
             state.socketOpen = false
             state.gatherUntil = 0
@@ -202,8 +202,10 @@ extension MQTTClient {
         return false
     }
 
-    /// Reads, writes and runs the keepalive after a poll that found `revents` on the broker's socket.
-    private func service(revents: Int16) -> Int32 {
+    /// Reads, writes and runs the keepalive after a poll that found `revents` on the broker's socket; with the
+    /// socket as the last call left it (−1 once closed). Each libmosquitto call reports the socket under its own take
+    /// of the I/O lock, rather than a take more to ask for it.
+    private func service(revents: Int16) -> (rc: Int32, socket: Int32) {
         networkThread.assertOnOwner("MQTT socket service")
         let state = turns
         var reading = revents & Int16(POLLIN | POLLERR | POLLHUP | POLLNVAL) != 0
@@ -222,11 +224,13 @@ extension MQTTClient {
         }
         if reading {
             var batch = 0
+            var socket: Int32
             repeat {
-                let rc = handle.read()
-                if rc != MOSQ_SUCCESS || handle.socket < 0 { return rc }
+                let result = handle.read()
+                if result.rc != MOSQ_SUCCESS || result.socket < 0 { return result }
+                socket = result.socket
                 batch += 1
-            } while batched && batch < Self.readBatch && Self.readable(handle.socket)
+            } while batched && batch < Self.readBatch && Self.readable(socket)
             if state.hosted {
                 // Input again within `gathering` of the last (or during a gathering): traffic flows, let the next
                 // gather. Below 200 reads a second every packet is read as it comes, as before.
@@ -236,14 +240,10 @@ extension MQTTClient {
         }
         if revents & Int16(POLLOUT) != 0, configuration.tls != nil {
             // A TLS handshake that wanted to write only advances through a read call (as in `mosquitto_loop`).
-            let rc = handle.read()
-            if rc != MOSQ_SUCCESS || handle.socket < 0 { return rc }
+            let result = handle.read()
+            if result.rc != MOSQ_SUCCESS || result.socket < 0 { return result }
         }
-        if handle.wantsWrite {
-            let rc = handle.write()
-            if rc != MOSQ_SUCCESS || handle.socket < 0 { return rc }
-        }
-        return handle.misc()
+        return handle.writeAndKeepalive()
     }
 
     /// The most packets read in one wake-up.

@@ -154,18 +154,33 @@ public final class MQTTClient: Sendable {
     /// takes the general path, with the same outcome as `publish(_:)`.
     @discardableResult
     public func publish(topic: String, text: String, qos: MQTTQoS, retain: Bool) -> MQTTPublishOutcome {
-        if checkedTopic.withLock({ $0 == topic }) {
-            let direct = session.withLock { state -> MQTTPublishOutcome? in
-                guard route(qos: qos, state) == .handOver, state.deferred.isEmpty else { return nil }
-                var mid: Int32 = 0
-                guard let result = handle.tryPublish(topic: topic, text: text, qos: qos, retain: retain, mid: &mid)
-                else { return nil }
-                let footprint = MQTTMessage.footprint(topicBytes: topic.utf8.count, payloadBytes: text.utf8.count)
-                return settle(result, mid: mid, qos: qos, footprint: footprint, tracked: false, state: &state)
-            }
-            if let direct { return direct }
+        if let direct = MQTTMessage.withUTF8(of: text, { publishDirectly(topic: topic, $0, qos: qos, retain: retain) }) {
+            return direct
         }
         return publish(OutgoingMessage(message: MQTTMessage(topic: topic, string: text, qos: qos, retain: retain)))
+    }
+
+    /// `publish(topic:text:qos:retain:)` for a payload the caller lends as UTF-8 bytes (a `hex` value encoded on the
+    /// stack, `ChannelPublisher`): no `String` is made for it unless the message has to wait, where it is copied
+    /// into one. Same outcomes as the other `publish` methods.
+    @discardableResult
+    public func publish(topic: String, utf8 payload: UnsafeRawBufferPointer, qos: MQTTQoS, retain: Bool) -> MQTTPublishOutcome {
+        if let direct = publishDirectly(topic: topic, payload, qos: qos, retain: retain) { return direct }
+        return publish(OutgoingMessage(message: MQTTMessage(topic: topic, payload: Array(payload), qos: qos, retain: retain)))
+    }
+
+    /// The way out without a message: libmosquitto takes `payload` at once, or nil when the message has to wait
+    /// (not connected, older ones waiting, the I/O lock taken by the network thread) or its topic is not yet checked.
+    private func publishDirectly(topic: String, _ payload: UnsafeRawBufferPointer, qos: MQTTQoS, retain: Bool) -> MQTTPublishOutcome? {
+        guard checkedTopic.withLock({ $0 == topic }) else { return nil }
+        return session.withLock { state -> MQTTPublishOutcome? in
+            guard route(qos: qos, state) == .handOver, state.deferred.isEmpty else { return nil }
+            var mid: Int32 = 0
+            guard let result = handle.tryPublish(topic: topic, bytes: payload, qos: qos, retain: retain, mid: &mid)
+            else { return nil }
+            let footprint = MQTTMessage.footprint(topicBytes: topic.utf8.count, payloadBytes: payload.count)
+            return settle(result, mid: mid, qos: qos, footprint: footprint, tracked: false, state: &state)
+        }
     }
 
     /// Where a message of `qos` goes in `state`: the one decision both publish paths share.

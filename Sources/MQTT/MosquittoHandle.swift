@@ -119,14 +119,26 @@ final class MosquittoHandle: @unchecked Sendable {
         io.withLock { (mosquitto_socket(pointer), mosquitto_want_write(pointer)) }
     }
 
-    /// Reads what arrived (callbacks run here), on the network thread.
-    func read() -> Int32 { io.withLock { mosquitto_loop_read(pointer, 1) } }
+    /// Reads what arrived (callbacks run here), on the network thread; with the socket as the read left it (−1 once
+    /// it closed it), under the same take of the lock: a turn asked for it next, which was a take of its own.
+    func read() -> (rc: Int32, socket: Int32) {
+        io.withLock { (mosquitto_loop_read(pointer, 1), mosquitto_socket(pointer)) }
+    }
 
-    /// Writes what is queued, on the network thread.
-    func write() -> Int32 { io.withLock { mosquitto_loop_write(pointer, 1) } }
-
-    /// Keepalive (PINGREQ when due, and the check for a missing PINGRESP), on the network thread.
-    func misc() -> Int32 { io.withLock { mosquitto_loop_misc(pointer) } }
+    /// The end of a turn of the network thread, under one take of the lock (it was four, several per notification):
+    /// writes what is queued if anything is, then the keepalive (PINGREQ when due, and the check for a missing
+    /// PINGRESP), as the turn did in separate calls; stops after a failed write or one that closed the socket. With
+    /// the socket as left at the end (−1 once closed).
+    func writeAndKeepalive() -> (rc: Int32, socket: Int32) {
+        io.withLock {
+            if mosquitto_want_write(pointer) {
+                let rc = mosquitto_loop_write(pointer, 1)
+                let socket = mosquitto_socket(pointer)
+                if rc != MOSQ_SUCCESS || socket < 0 { return (rc, socket) }
+            }
+            return (mosquitto_loop_misc(pointer), mosquitto_socket(pointer))
+        }
+    }
 
     /// Publishes (the packet is written from this thread when it can be); also says whether output is left waiting.
     func publish(_ message: MQTTMessage, mid: inout Int32) -> (rc: Int32, wantsWrite: Bool) {
@@ -138,13 +150,11 @@ final class MosquittoHandle: @unchecked Sendable {
         io.withLockIfAvailable { publishLocked(message, mid: &mid) }
     }
 
-    /// `tryPublish` for a value given as topic and text (`MQTTClient.publish(topic:text:qos:retain:)`), without
-    /// MQTT 5 properties.
-    func tryPublish(topic: String, text: String, qos: MQTTQoS, retain: Bool, mid: inout Int32) -> (rc: Int32, wantsWrite: Bool)? {
+    /// `tryPublish` for a value given as topic and payload bytes, without MQTT 5 properties (the text of
+    /// `MQTTClient.publish(topic:text:qos:retain:)` or the bytes lent to `publish(topic:utf8:qos:retain:)`).
+    func tryPublish(topic: String, bytes: UnsafeRawBufferPointer, qos: MQTTQoS, retain: Bool, mid: inout Int32) -> (rc: Int32, wantsWrite: Bool)? {
         io.withLockIfAvailable {
-            MQTTMessage.withUTF8(of: text) { bytes in
-                publishLocked(topic: topic, bytes, qos: qos, retain: retain, properties: nil, mid: &mid)
-            }
+            publishLocked(topic: topic, bytes, qos: qos, retain: retain, properties: nil, mid: &mid)
         }
     }
 

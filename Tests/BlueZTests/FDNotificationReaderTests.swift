@@ -37,7 +37,7 @@ struct FDNotificationReaderTests {
         let (values, continuation) = AsyncStream<[UInt8]>.makeStream()
         let reader = FDNotificationReader(loop: loop, fd: OwnedFD(ours), mtu: 23, continuation: continuation, sink: { value in
             if !loop.isLoopThread { offLoop.add(1, ordering: .relaxed) }
-            received.withLock { $0.append(value) }
+            received.withLock { $0.append(Array(value)) }
         })
         reader.start()
         let sent: [[UInt8]] = (0..<200).map { i in [UInt8(i), UInt8(truncatingIfNeeded: i &* 7), 0xAB] }

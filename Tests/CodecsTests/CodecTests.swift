@@ -17,6 +17,20 @@ import Testing
         #expect(throws: CodecError.self) { try codec.encode("on") }
     }
 
+    /// The hot path decodes bytes lent by the reader: the same payloads as from an array, for every codec, a
+    /// values map and an empty value included.
+    @Test func lentBytesDecodeLikeArrays() throws {
+        let values: [[UInt8]] = [[], [0x01], [0x00], [0x02], [0x10, 0x20], [0xDE, 0xAD, 0xBE, 0xEF, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9]]
+        let mapped = try Codec(.hex, values: [(key: "ON", value: "01"), (key: "OFF", value: "00")])
+        for codec in try [mapped, Codec(.hex), Codec(.base64), Codec(.text), Codec(.uint8), Codec(.uint16be), Codec(.bool)] {
+            for value in values {
+                let fromArray = Result { () throws(CodecError) in try codec.decode(value) }
+                let lent = value.withUnsafeBytes { bytes in Result { () throws(CodecError) in try codec.decode(bytes) } }
+                #expect(lent == fromArray, "\(codec.kind) \(value)")
+            }
+        }
+    }
+
     @Test func mappedValuesCompareAsBytesNotText() throws {
         // "0x01" and "01" encode to the same byte, so the device's 0x01 still decodes to the key.
         let codec = try Codec(.hex, values: [(key: "ON", value: "0x01")])

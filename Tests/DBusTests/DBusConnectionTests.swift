@@ -179,7 +179,7 @@ private func expectError(_ name: String, sourceLocation: SourceLocation = #_sour
         let seen = Mutex<[([UInt8], Bool)]>([])
         let tap = await listener.tapProperty(sender: "org.example.Owner", path: "/tapped", interface: "org.example.Char",
                                              property: "Value") { value, alone in
-            seen.withLock { $0.append((value, alone)) }
+            seen.withLock { $0.append((Array(value), alone)) }
             return alone && value.first.map { $0 % 2 == 0 } ?? true    // even first bytes are claimed
         }
         func changed(_ changes: [String: DBusValue], path: String = "/tapped", interface: String = "org.example.Char",

@@ -63,23 +63,29 @@ private let quietLogger: Logger = {
         #expect(client.publish(topic: "rt/x", string: "after") == .dropped("client shut down"))
     }
 
-    /// A value's way out (`publish(topic:text:qos:retain:)`) skips making a message when it can go at once; its
-    /// outcomes, order and accounting must be the general path's, checked topic or not, connected or not.
-    @Test(arguments: MQTTProtocolVersion.allCases)
-    func textPublishesBehaveLikeMessages(version: MQTTProtocolVersion) async throws {
+    /// A value's way out (`publish(topic:text:qos:retain:)`, and `publish(topic:utf8:qos:retain:)` for lent bytes)
+    /// skips making a message when it can go at once; its outcomes, order and accounting must be the general path's,
+    /// checked topic or not, connected or not.
+    @Test(arguments: MQTTProtocolVersion.allCases, [false, true])
+    func textPublishesBehaveLikeMessages(version: MQTTProtocolVersion, viaBytes: Bool) async throws {
         let broker = try TestBroker()
         let client = try await started(configuration(broker, "text", version))
+        // The text as a String, or as UTF-8 bytes lent for the call (`publish(topic:utf8:qos:retain:)`): alike.
+        @discardableResult
+        func send(_ topic: String, _ text: String, _ qos: MQTTQoS) -> MQTTPublishOutcome {
+            guard viaBytes else { return client.publish(topic: topic, text: text, qos: qos, retain: false) }
+            return Array(text.utf8).withUnsafeBytes { client.publish(topic: topic, utf8: $0, qos: qos, retain: false) }
+        }
         let log = MessageLog(client)
         await subscribeAndProbe(client, log, filter: "text/#", probeTopic: "text/probe")
-        #expect(client.publish(topic: "text/+", text: "bad", qos: .atLeastOnce, retain: false) == .dropped("invalid topic text/+"))
+        #expect(send("text/+", "bad", .atLeastOnce) == .dropped("invalid topic text/+"))
         for n in 0..<50 {
-            #expect(client.publish(topic: "text/a", text: "\(n)", qos: .atLeastOnce, retain: false) == .handedOver)
+            #expect(send("text/a", "\(n)", .atLeastOnce) == .handedOver)
             if n % 10 == 0 { client.publish(topic: "text/b", string: "b\(n)") }     // the remembered topic changes
         }
         // QoS 0 on a topic of its own: the broker may pass it ahead of QoS 1 messages waiting for the subscriber.
-        #expect(client.publish(topic: "text/c", text: "q0", qos: .atMostOnce, retain: false) == .handedOver)
-        #expect(client.publish(topic: "text/a\u{0}", text: "bad", qos: .atLeastOnce, retain: false)
-                == .dropped("invalid topic text/a\u{0}"))
+        #expect(send("text/c", "q0", .atMostOnce) == .handedOver)
+        #expect(send("text/a\u{0}", "bad", .atLeastOnce) == .dropped("invalid topic text/a\u{0}"))
         #expect(await eventually { log.payloads(on: "text/a").count == 50 && log.payloads(on: "text/b").count == 5 })
         #expect(log.payloads(on: "text/a") == (0..<50).map(String.init))
         #expect(await eventually { log.payloads(on: "text/c") == ["q0"] })
@@ -87,19 +93,19 @@ private let quietLogger: Logger = {
 
         broker.stop()
         #expect(await eventually { !client.isConnected })
-        for n in 50..<60 { #expect(client.publish(topic: "text/a", text: "\(n)", qos: .atLeastOnce, retain: false) == .buffered) }
-        #expect(client.publish(topic: "text/a", text: "lost", qos: .atMostOnce, retain: false) == .dropped("not connected (QoS 0)"))
+        for n in 50..<60 { #expect(send("text/a", "\(n)", .atLeastOnce) == .buffered) }
+        #expect(send("text/a", "lost", .atMostOnce) == .dropped("not connected (QoS 0)"))
         #expect(client.offlineBufferCount == 10)
         try broker.start()
         // Published across the reconnect: never ahead of the buffered ones.
         for n in 60..<100 {
-            client.publish(topic: "text/a", text: "\(n)", qos: .atLeastOnce, retain: false)
+            send("text/a", "\(n)", .atLeastOnce)
             try await Task.sleep(for: .milliseconds(5))
         }
         #expect(await eventually { log.payloads(on: "text/a").count >= 100 })
         #expect(log.payloads(on: "text/a") == (0..<100).map(String.init))
         await client.shutdown()
-        #expect(client.publish(topic: "text/a", text: "after", qos: .atLeastOnce, retain: false) == .dropped("client shut down"))
+        #expect(send("text/a", "after", .atLeastOnce) == .dropped("client shut down"))
     }
 
     @Test(arguments: MQTTProtocolVersion.allCases)

@@ -16,8 +16,36 @@ final class ChannelPublisher: Sendable {
     private let isEvent: Bool
     private let qos: Int
     private let retain: Bool
+    /// A `hex` channel without a `values` map and not an event: its values go out as UTF-8 encoded on the stack
+    /// (`Hex.withEncoded`), no `String` per notification.
+    private let publishesHexBytes: Bool
     /// The last payload published, for a Home Assistant restart (`<prefix>/status` online) to get current states.
-    private let last = Mutex<String?>(nil)
+    /// Its UTF-8 in a buffer kept from value to value (copied in, no allocation once it is large enough), so a value
+    /// published from bytes needs no `String` to be kept.
+    private let last = Mutex(LastPayload())
+
+    private struct LastPayload {
+        var utf8: [UInt8] = []
+        var isSet = false
+
+        mutating func keep(_ payload: some Collection<UInt8>) {
+            utf8.removeAll(keepingCapacity: true)
+            utf8.append(contentsOf: payload)
+            isSet = true
+        }
+
+        /// `keep` for bytes lent by the caller. A channel's values mostly keep their length from one to the next:
+        /// then they are copied over the last ones in place, without emptying and refilling the array.
+        mutating func keep(_ payload: UnsafeRawBufferPointer) {
+            if utf8.count == payload.count {
+                utf8.withUnsafeMutableBytes { $0.copyMemory(from: payload) }
+            } else {
+                utf8.removeAll(keepingCapacity: true)
+                utf8.append(contentsOf: payload)
+            }
+            isSet = true
+        }
+    }
 
     init(channel: ChannelConfig, topic: String, publisher: any MessagePublisher, logger: Logger) {
         self.channel = channel
@@ -28,6 +56,7 @@ final class ChannelPublisher: Sendable {
         isEvent = channel.homeassistant.isEvent
         qos = channel.qos
         retain = channel.retain
+        publishesHexBytes = channel.codecKind == .hex && channel.values.isEmpty && !isEvent
     }
 
     /// A value read (a poll or a `get`): a whole value, never spliced into a notify text channel's partial line.
@@ -39,17 +68,29 @@ final class ChannelPublisher: Sendable {
         send(channel.codec.mapLine(line))
     }
 
-    /// One notification.
-    func publish(_ bytes: [UInt8]) {
+    /// One notification, its bytes lent by the reader (valid only during the call): decoded where they are, so a
+    /// value costs no byte array of its own (an allocation and a free per notification).
+    func publish(_ bytes: UnsafeRawBufferPointer) {
         if let text {
             let codec = channel.codec
-            for line in text.append(bytes) { send(codec.mapLine(line)) }
+            for line in text.append(Array(bytes)) { send(codec.mapLine(line)) }
             if text.hasPending {
                 text.armFlush(after: channel.flushAfter) { [weak self] line in self?.send(codec.mapLine(line)) }
             }
             return
         }
-        decodeAndSend(bytes)
+        if publishesHexBytes {
+            Hex.withEncoded(bytes) { utf8 in
+                last.withLock { $0.keep(utf8) }
+                mqtt.publish(topic, utf8: utf8, qos: qos, retain: retain)
+            }
+            return
+        }
+        do {
+            send(try channel.codec.decode(bytes))
+        } catch {
+            logger.warning("cannot decode value of \(channel.name): \(error)", metadata: ["topic": "\(topic)"])
+        }
     }
 
     private func decodeAndSend(_ bytes: [UInt8]) {
@@ -73,13 +114,13 @@ final class ChannelPublisher: Sendable {
                          retain: false)
             return
         }
-        last.withLock { $0 = payload }
+        last.withLock { $0.keep(payload.utf8) }
         mqtt.publish(topic, payload, qos: qos, retain: retain)
     }
 
     /// Publishes the last value again (nothing if there was none).
     func republish() {
-        guard let payload = last.withLock({ $0 }) else { return }
+        guard let payload = last.withLock({ $0.isSet ? String(decoding: $0.utf8, as: UTF8.self) : nil }) else { return }
         mqtt.publish(topic, payload, qos: qos, retain: retain)
     }
 }
@@ -153,14 +194,15 @@ final class NotificationGate: Sendable {
         self.publisher = publisher
     }
 
-    func deliver(_ value: [UInt8]) {
+    /// One value, lent by the reader (valid only during the call): published from where it is, or copied to be held.
+    func deliver(_ value: UnsafeRawBufferPointer) {
         phase.withLock { phase in
             switch phase {
             case .open:
                 publisher.publish(value)
             case .holding(var held):
                 phase = .closed             // drop the enum's reference so the append does not copy
-                held.append(value)
+                held.append(Array(value))
                 phase = .holding(held)
             case .closed:
                 break
@@ -172,7 +214,7 @@ final class NotificationGate: Sendable {
         phase.withLock { phase in
             guard case .holding(let held) = phase else { return }
             phase = .open
-            for value in held { publisher.publish(value) }
+            for value in held { value.withUnsafeBytes { publisher.publish($0) } }
         }
     }
 

@@ -34,6 +34,14 @@ public final class MQTTLink: BrokerLink, Sendable {
         }
     }
 
+    /// A value's payload as lent UTF-8 bytes (`ChannelPublisher`'s `hex` values): the same way out as the text above.
+    public func publish(_ topic: String, utf8 payload: UnsafeRawBufferPointer, qos: Int = 1, retain: Bool = false) {
+        let qos = MQTTQoS(rawValue: Int32(qos)) ?? .atLeastOnce
+        current.withLock { client in
+            _ = client.publish(topic: topic, utf8: payload, qos: qos, retain: retain)
+        }
+    }
+
     public func publish(_ message: MQTTMessage) {
         current.withLock { client in _ = client.publish(message) }
     }

@@ -38,6 +38,12 @@ final class HoldingPublisher: MessagePublisher, Sendable {
         }
     }
 
+    /// `publish` of a payload lent as UTF-8 bytes: passed on as it is, or made text to be held.
+    func publish(_ topic: String, utf8 payload: UnsafeRawBufferPointer, qos: Int, retain: Bool) {
+        guard holding.load(ordering: .acquiring) else { return inner.publish(topic, utf8: payload, qos: qos, retain: retain) }
+        publish(topic, String(decoding: payload, as: UTF8.self), qos: qos, retain: retain)
+    }
+
     /// Starts a hold; false when one was on already.
     func hold() -> Bool {
         queue.withLock { _ in !holding.exchange(true, ordering: .acquiringAndReleasing) }

@@ -13,10 +13,11 @@ public protocol GATTClient: Sendable {
     func waitUntilServicesResolved(device path: String, timeout: Duration) async throws(BlueZError) -> GattTree
     func read(characteristic path: String) async throws(BlueZError) -> [UInt8]
     func write(characteristic path: String, _ value: [UInt8], type: GattWriteType) async throws(BlueZError)
-    /// `onValue` runs on whatever thread received the value (the D-Bus loop thread for BlueZ) and must not block.
+    /// `onValue` runs on whatever thread received the value (the D-Bus loop thread for BlueZ) and must not block; the
+    /// bytes are lent, valid only during the call.
     /// `preferAcquire`: try `AcquireNotify` first (values on a socket), else go straight to `StartNotify`.
     func notifications(of path: String, preferAcquire: Bool,
-                       onValue: @escaping @Sendable ([UInt8]) -> Void) async throws(BlueZError) -> any ValueSubscription
+                       onValue: @escaping @Sendable (UnsafeRawBufferPointer) -> Void) async throws(BlueZError) -> any ValueSubscription
 }
 
 /// A notify subscription as the session sees it: how values arrive, and its end.
@@ -44,7 +45,7 @@ extension BlueZClient: GATTClient {
     }
 
     public func notifications(of path: String, preferAcquire: Bool,
-                              onValue: @escaping @Sendable ([UInt8]) -> Void) async throws(BlueZError) -> any ValueSubscription {
+                              onValue: @escaping @Sendable (UnsafeRawBufferPointer) -> Void) async throws(BlueZError) -> any ValueSubscription {
         try await subscribe(characteristic: path, preferAcquire: preferAcquire, onValue: onValue)
     }
 }

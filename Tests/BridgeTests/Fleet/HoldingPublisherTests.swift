@@ -24,6 +24,21 @@ import Testing
         #expect(recorder.payloads(on: "b/d/c") == ["1", "2", "3", "4", "6"])
     }
 
+    /// Values lent as UTF-8 bytes (a `hex` channel's) pass, wait and follow like text.
+    @Test func lentBytesAreHeldLikeText() {
+        let recorder = SessionRecorder()
+        let holder = HoldingPublisher(recorder)
+        func send(_ text: String) { Array(text.utf8).withUnsafeBytes { holder.publish("t", utf8: $0, qos: 1, retain: false) } }
+        send("0a")
+        _ = holder.hold()
+        send("0b")
+        holder.publish("t", "0c", qos: 1, retain: false)
+        #expect(recorder.payloads(on: "t") == ["0a"])
+        holder.release(deliver: true)
+        send("0d")
+        #expect(recorder.payloads(on: "t") == ["0a", "0b", "0c", "0d"])
+    }
+
     @Test func aLongHoldKeepsTheNewestValues() {
         let recorder = SessionRecorder()
         let holder = HoldingPublisher(recorder)

@@ -40,7 +40,7 @@ final class FakeGATT: GATTClient, Sendable {
         /// Delays of the next device lookups, in order (BlueZ answering late).
         var lookupDelays: [Duration] = []
         var lookupsDone = 0
-        var sinks: [@Sendable ([UInt8]) -> Void] = []
+        var sinks: [@Sendable (UnsafeRawBufferPointer) -> Void] = []
         var ends: [AsyncStream<[UInt8]>.Continuation] = []
     }
     let state = Mutex(State())
@@ -111,7 +111,7 @@ final class FakeGATT: GATTClient, Sendable {
     }
 
     func notifications(of path: String, preferAcquire: Bool,
-                       onValue: @escaping @Sendable ([UInt8]) -> Void) async throws(BlueZError) -> any ValueSubscription {
+                       onValue: @escaping @Sendable (UnsafeRawBufferPointer) -> Void) async throws(BlueZError) -> any ValueSubscription {
         state.withLock { $0.preferAcquire.append(preferAcquire) }
         if let error = state.withLock({ $0.subscribeError }) { throw error }
         let (stream, end) = AsyncStream.makeStream(of: [UInt8].self)
@@ -124,7 +124,7 @@ final class FakeGATT: GATTClient, Sendable {
 
     /// A notification from the peripheral.
     func notify(_ value: [UInt8]) {
-        for sink in state.withLock({ $0.sinks }) { sink(value) }
+        for sink in state.withLock({ $0.sinks }) { value.withUnsafeBytes { sink($0) } }
     }
 
     /// The link drops: subscriptions end (as BlueZ's do).
