@@ -1,4 +1,5 @@
 import MQTT
+import Testing
 import Synchronization
 
 /// Waits for `condition` to hold, checking every 10 ms, until `timeout`; the condition is the synchronisation, the
@@ -10,6 +11,12 @@ func eventually(timeout: Duration = .seconds(30), _ condition: () async -> Bool)
         try? await Task.sleep(for: .milliseconds(10))
     }
     return await condition()
+}
+
+/// Where messages missing after a reconnect burst are: still with the client (buffered, or unacknowledged by the
+/// broker), or, when both are 0, acknowledged by the broker and lost on the way back to the subscriber.
+func unaccounted(_ client: MQTTClient) -> Comment {
+    "\(client.offlineBufferCount) buffered, \(client.unacknowledgedCount) unacknowledged by the broker"
 }
 
 /// Drains a client's `messages` into a list the test can inspect.
