@@ -62,7 +62,7 @@ final class ChannelPublisher: Sendable {
     /// A value read (a poll or a `get`): a whole value, never spliced into a notify text channel's partial line.
     /// A trailing delimiter is dropped, as the framer would.
     func publishRead(_ bytes: [UInt8]) {
-        guard channel.codecKind == .text else { return decodeAndSend(bytes) }
+        guard channel.codecKind == .text else { return bytes.withUnsafeBytes { decodeAndSend($0) } }
         var line = String(decoding: bytes, as: UTF8.self)
         if !channel.delimiter.isEmpty, line.hasSuffix(channel.delimiter) { line.removeLast(channel.delimiter.count) }
         send(channel.codec.mapLine(line))
@@ -86,14 +86,10 @@ final class ChannelPublisher: Sendable {
             }
             return
         }
-        do {
-            send(try channel.codec.decode(bytes))
-        } catch {
-            logger.warning("cannot decode value of \(channel.name): \(error)", metadata: ["topic": "\(topic)"])
-        }
+        decodeAndSend(bytes)
     }
 
-    private func decodeAndSend(_ bytes: [UInt8]) {
+    private func decodeAndSend(_ bytes: UnsafeRawBufferPointer) {
         do {
             send(try channel.codec.decode(bytes))
         } catch {
