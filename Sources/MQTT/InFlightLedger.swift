@@ -19,6 +19,8 @@ struct InFlightLedger: Sendable {
     private var early: Set<Int32> = []
     /// Bytes of `pending` and `unwrittenQoS0`.
     private(set) var bytes = 0
+    /// QoS ≥ 1 acknowledgements so far (wrapping): `AckWatch` tells a stalled broker by this standing still.
+    private(set) var acknowledgements: UInt64 = 0
 
     var count: Int { pending.count }
 
@@ -41,10 +43,12 @@ struct InFlightLedger: Sendable {
     mutating func acknowledged(mid: Int32) -> Bool {
         if pending.first?.mid == mid {
             bytes -= pending.removeFirst().size
+            acknowledgements &+= 1
             return true
         }
         if let index = pending.firstIndex(where: { $0.mid == mid }) {
             bytes -= pending.remove(at: index).size
+            acknowledgements &+= 1
             return true
         }
         if let size = unwrittenQoS0.removeValue(forKey: mid) {

@@ -22,4 +22,11 @@ final class LinkTurnState: @unchecked Sendable {
     var abandonConnectAt: Int64?
     /// Set by the helper thread when its connect call returned.
     let connectOutcome = Mutex<(rc: Int32, errno: Int32)?>(nil)
+    /// A broker that stopped acknowledging (`AckWatch`), looked at no more than once a second.
+    var ackWatch: AckWatch
+    var nextAckCheck: Int64 = 0
+
+    init(ackLimit: Duration) {
+        ackWatch = AckWatch(limitNanoseconds: ackLimit.inNanoseconds)
+    }
 }

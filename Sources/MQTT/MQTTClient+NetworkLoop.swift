@@ -157,6 +157,7 @@ extension MQTTClient {
         let (rc, socket) = service(revents: revents)
         handOverWaiting()
         if processLinkEvents() { state.failures = 0 }
+        if rc == MOSQ_SUCCESS, socket >= 0, now >= state.nextAckCheck { watchAcknowledgements(socket: socket, now: now) }
         if rc != MOSQ_SUCCESS || socket < 0 {
             // Not every failure goes through on_disconnect (a failed TLS handshake does not).
             state.socketOpen = false
@@ -169,6 +170,19 @@ extension MQTTClient {
             }
         }
         return true
+    }
+
+    /// Once a second at most: a broker that has acknowledged nothing for `ackTimeout` while messages wait
+    /// (`AckWatch`) gets the link cut, as a network fault would. The next turn reads the end of the stream and takes
+    /// the usual way back: reconnect with backoff, and libmosquitto sends the unacknowledged messages again.
+    private func watchAcknowledgements(socket: Int32, now: Int64) {
+        let state = turns
+        state.nextAckCheck = now + 1_000_000_000
+        let (waiting, acknowledgements) = inFlight.withLock { ($0.count, $0.acknowledgements) }
+        guard session.withLock({ $0.ready }),
+              state.ackWatch.observe(waiting: waiting, acknowledgements: acknowledgements, now: now) else { return }
+        logger.warning("MQTT broker acknowledged none of \(waiting) message(s) for \(state.ackWatch.limit / 1_000_000_000) s; reconnecting")
+        _ = Glibc.shutdown(socket, Int32(SHUT_RDWR))
     }
 
     /// Shutdown while a helper thread is inside a connect call: wait for it, up to a second, then end without it
@@ -289,10 +303,12 @@ extension MQTTClient {
             switch event {
             case .sessionStarted:
                 started = true
+                turns.ackWatch.reset()
                 restoreSession()
             case .refused(let code, let description):
                 refusal = (code, description)
             case .lost(let code, let description):
+                turns.ackWatch.reset()
                 session.withLock { $0.ready = false }
                 inFlight.withLock { $0.linkLost() }
                 if let refusal {

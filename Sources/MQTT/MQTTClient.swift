@@ -23,7 +23,7 @@ public final class MQTTClient: Sendable {
     let dropTotals = Mutex<[MQTTDropReport.Reason: Int]>([:])
     /// The thread serving the link (own or host), which alone may run `linkTurn` and the other loop-only functions.
     let networkThread = ThreadOwner()
-    let turns = LinkTurnState()
+    let turns: LinkTurnState
     let finalMessagesDelivered = Latch()
     let threadEnded = Latch()
     let states = StateBroadcast()
@@ -55,6 +55,7 @@ public final class MQTTClient: Sendable {
         self.configuration = configuration
         self.logger = logger
         handle = try MosquittoHandle(configuration: configuration)
+        turns = LinkTurnState(ackLimit: Self.ackTimeout(keepalive: configuration.keepalive))
         session = Mutex(SessionState(bufferLimit: configuration.offlineBufferLimit,
                                      byteLimit: configuration.offlineBufferBytes))
         let (stream, sink) = AsyncStream.makeStream(of: MQTTInbound.self)
@@ -259,6 +260,13 @@ public final class MQTTClient: Sendable {
     /// True when libmosquitto and the deferred queue already hold the byte bound's worth.
     func overByteBound(_ state: SessionState) -> Bool {
         heldBeside(state).bytes >= configuration.offlineBufferBytes
+    }
+
+    /// How long QoS ≥ 1 messages may wait with no acknowledgement at all before the link is taken for stalled and
+    /// reconnected (`AckWatch`): twice the keepalive, at least 20 s. A working broker acknowledges in milliseconds,
+    /// even behind a flood; this only has to stay clear of one that is slow but moving.
+    static func ackTimeout(keepalive: Duration) -> Duration {
+        max(keepalive * 2, .seconds(20))
     }
 
     var inFlightGate: Int { max(configuration.offlineBufferLimit, MosquittoHandle.sendMaximum) }

@@ -79,8 +79,18 @@ final class MQTTService: Service, Sendable {
                     }
                 }
             }
+            let flood = FloodTrim()
             group.addTask {
-                for await report in client.drops { self.core.messagesDropped(report) }
+                for await report in client.drops {
+                    self.core.messagesDropped(report)
+                    if report.reason == .inboxFull { flood.noteDrop() }
+                }
+                flood.finish()
+            }
+            group.addTask { [logger] in
+                await flood.run { released in
+                    logger.debug("flood over: heap trimmed", metadata: ["released": "\(released)"])
+                }
             }
             for await _ in client.connectionStates() { statusChanged() }
         }

@@ -54,6 +54,8 @@ struct PageTrimService: Service {
 
     /// Logs before the trim (`StartupPageTrim.Plan` says why); only a failure is logged after it, a rare path.
     private func trim(_ kind: PageTrimSchedule.Kind) {
+        // What start-up (or the work that settled) freed goes back with the file pages (`HeapTrim`).
+        HeapTrim.release()
         let outcome = StartupPageTrim.run { plan in
             let summary = "released \(plan.releasableKiB) KiB from \(plan.mappings.count) read-only file mappings (RSS \(plan.rssBeforeKiB) -> \(plan.rssAfterKiB) KiB)"
             switch kind {
