@@ -3,7 +3,7 @@
 /// message again only after a reconnect, and libmosquitto sends no new QoS ≥ 1 message while the broker's receive
 /// maximum is taken by unacknowledged ones. Seen with mosquitto 2.0.11 (Debian 12, Raspberry Pi OS) under a flood
 /// of publishes to the bridge: it logged PUBACKs it never wrote, and every later QoS ≥ 1 publish of the bridge
-/// waited for good (docs/dev/ARCHITECTURE.md, "The broker link").
+/// waited for good (docs/dev/ARCHITECTURE.md, "Threads and the two data paths").
 ///
 /// A value fed by the network thread once in a while (`observe`), with the ledger's count and acknowledgement total
 /// and the time; it keeps no clock and takes no lock, so the hot path pays nothing for it.

@@ -5,12 +5,14 @@ import Testing
 /// `FloodTrim`: one heap trim after each flood, none per dropped message. Waits are on the trims themselves.
 @Suite(.timeLimit(.minutes(1))) struct FloodTrimTests {
     @Test func aFloodOfDropsIsTrimmedOnceAfterItAndTheNextFloodAgain() async {
-        let trim = FloodTrim(quiet: .milliseconds(50))
+        // A quiet of a second: the drops below take milliseconds, so a pause inside them long enough to end the
+        // "flood" early (a descheduled test thread on a loaded machine) would have to last a second.
+        let trim = FloodTrim(quiet: .seconds(1))
         let (trims, trimmed) = AsyncStream.makeStream(of: Void.self)
         let running = Task { await trim.run { _ in trimmed.yield() } }
         var iterator = trims.makeAsyncIterator()
 
-        for _ in 0..<20_000 { trim.noteDrop() }
+        for _ in 0..<2_000 { trim.noteDrop() }
         await iterator.next()
         // The trim came after the flood: nothing dropped since, so nothing more is pending.
         for _ in 0..<500 { trim.noteDrop() }
