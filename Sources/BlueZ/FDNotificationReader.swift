@@ -72,11 +72,15 @@ final class FDNotificationReader: Sendable {
     /// Packets one `recvmmsg` takes: a burst larger than this costs one more call per `slots` notifications.
     private static let slots = 8
 
-    /// Runs on the loop thread. Reads until the socket is drained (one `recvmmsg` per batch, see `PacketBatch`), so a
-    /// burst costs one wake-up of the loop, and a lone notification one system call.
+    /// The most batches one turn of the loop reads: a peripheral that floods leaves the rest for the next turn (its
+    /// socket stays readable), so the loop's other descriptors and the broker's link get theirs in between.
+    private static let batchesPerTurn = 4
+
+    /// Runs on the loop thread. Reads what the socket holds, up to `batchesPerTurn` (one `recvmmsg` per batch, see
+    /// `PacketBatch`), so a burst costs one wake-up of the loop, and a lone notification one system call.
     private func readAvailable() {
         assert(loop.isLoopThread, "FDNotificationReader read off the D-Bus loop thread")
-        while true {
+        for _ in 0..<Self.batchesPerTurn {
             let fd = state.withLock { $0.closed ? -1 : $0.fd }
             guard fd >= 0 else { return }
             var ended = false

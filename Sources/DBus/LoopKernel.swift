@@ -4,6 +4,20 @@ import Synchronization
 
 /// The loop thread's state and its poll() loop. Everything except the work queue, the stop flag and the
 /// thread identity is touched only on the loop thread, which is what makes the `@unchecked Sendable` sound.
+///
+/// The loop is fair by construction; these rules are what the watchdog and the MQTT keepalive rely on when the bus,
+/// the broker or a notification socket is busy (docs/dev/ARCHITECTURE.md, "The event loop"):
+/// 1. One turn is: the queued work that was there when the turn began, the scheduled D-Bus dispatches, one `poll`,
+///    then every descriptor `poll` found ready, then every source that is ready or due, then libdbus's due timeouts.
+///    Nothing ready or due is left for a later turn, so no ready descriptor waits behind another for more than one.
+/// 2. A source's deadline is a point in time it holds until it is served: asking for its interest again (before
+///    every `poll`) can bring the deadline forward, never push it back. A source whose interest says "a second from
+///    now" on every turn of a busy loop is still served a second after its last turn.
+/// 3. A source whose deadline has passed is served on the next turn, whatever else woke the loop.
+/// 4. The work per descriptor per turn is bounded: libdbus reads one buffer per watch, a notification socket
+///    reader takes a few batches, the broker's socket one read (one batch after a gathering). What is left keeps
+///    its descriptor ready, so the next turn comes at once and serves everyone again: a flood on one descriptor
+///    cannot starve another.
 final class LoopKernel: @unchecked Sendable {
     private struct Queue {
         var items: [@Sendable () -> Void] = []
@@ -294,7 +308,7 @@ final class LoopKernel: @unchecked Sendable {
             }
             if set.sources.isEmpty, earliestTimeout.load(ordering: .relaxed) == .max { continue }
             let now = Self.nowNs()           // one clock read after the poll, for the sources and the timeouts
-            if !set.sources.isEmpty { serveSources(set, now: now) }
+            if !set.sources.isEmpty { serveSources(&set, now: now) }
             fireTimeouts(now: now)
         }
     }
@@ -356,11 +370,12 @@ final class LoopKernel: @unchecked Sendable {
     /// Serves each source whose descriptor was ready or whose deadline passed, in the order they were added, after
     /// the round's other descriptors (a notification's PUBLISH is written before its PUBACK is read). Sources added
     /// during the round wait for the next one.
-    private func serveSources(_ set: PollSet, now: Int64) {
+    private func serveSources(_ set: inout PollSet, now: Int64) {
         var ended: [Int] = []
         for index in set.sources.indices {
             let revents = set.fds[set.sourceBase + index].revents
             guard revents != 0 || set.sourceDeadlines[index] <= now else { continue }
+            set.served(index)
             if !set.sources[index].serve(revents) { ended.append(index) }
         }
         guard !ended.isEmpty else { return }

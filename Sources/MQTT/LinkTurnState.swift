@@ -25,6 +25,10 @@ final class LinkTurnState: @unchecked Sendable {
     /// A broker that stopped acknowledging (`AckWatch`), looked at no more than once a second.
     var ackWatch: AckWatch
     var nextAckCheck: Int64 = 0
+    /// While the socket is open and the broker has not yet answered CONNECT: when to give up on it (0 otherwise).
+    /// libmosquitto alone would wait a whole keepalive, and a broker that accepts TCP but never answers would hold
+    /// the link there.
+    var connackDeadline: Int64 = 0
 
     init(ackLimit: Duration) {
         ackWatch = AckWatch(limitNanoseconds: ackLimit.inNanoseconds)

@@ -29,11 +29,14 @@ final class LoopLiveness: Sendable {
         beat()
     }
 
-    var isAlive: Bool {
+    var isAlive: Bool { isAlive(within: Self.stallLimit) }
+
+    /// Whether the link turned within `window` (monotonic clock), or is inside an allowed connect call.
+    func isAlive(within window: Duration) -> Bool {
         guard running.load(ordering: .acquiring) else { return false }
         let now = MonotonicClock.nanoseconds
         let connectStart = connectCallStart.load(ordering: .relaxed)
         if connectStart != 0, now - connectStart < Self.connectCallAllowance.inNanoseconds { return true }
-        return now - lastBeat.load(ordering: .relaxed) < Self.stallLimit.inNanoseconds
+        return now - lastBeat.load(ordering: .relaxed) < window.inNanoseconds
     }
 }

@@ -11,7 +11,8 @@ import Logging
 /// `_write` and `_misc`, never `mosquitto_loop_start`: libmosquitto 2.0's `mosquitto_loop_forever` ends its thread
 /// for good on errors such as a failed DNS lookup or a refused login, reconnects with a blocking `connect()`, and
 /// gives no hook to prove the thread is alive. Either way a turn comes at least once a second, which is what
-/// `loopIsAlive()` and the keepalive rely on.
+/// `loopIsAlive()` and the keepalive rely on; on a host, its loop keeps a stated deadline however busy it is (the host's
+/// rules; for the daemon, `LoopKernel`'s).
 extension MQTTClient {
     func startServing(on host: (any MQTTLoopHost)?) {
         turns.nextAttempt = MonotonicClock.nanoseconds
@@ -99,7 +100,9 @@ extension MQTTClient {
         // arrives (`InboxGauge`), and the acknowledgements and PINGRESP behind it still reach us.
         var events = Int16(POLLIN)
         if wantsWrite { events |= Int16(POLLOUT) }
-        return MQTTPollInterest(fd: socket, events: events, deadline: min(state.stopDeadline ?? .max, idle.deadline))
+        let connack = state.connackDeadline == 0 ? Int64.max : state.connackDeadline
+        return MQTTPollInterest(fd: socket, events: events,
+                                deadline: min(state.stopDeadline ?? .max, idle.deadline, connack))
     }
 
     /// One turn after a poll; false once the link has ended for good (after shutdown).
@@ -158,9 +161,16 @@ extension MQTTClient {
         handOverWaiting()
         if processLinkEvents() { state.failures = 0 }
         if rc == MOSQ_SUCCESS, socket >= 0, now >= state.nextAckCheck { watchAcknowledgements(socket: socket, now: now) }
+        if rc == MOSQ_SUCCESS, socket >= 0, state.connackDeadline != 0, now >= state.connackDeadline {
+            // Cut as a network fault would be: the next turn reads the end of the stream and backs off.
+            logger.warning("MQTT broker did not answer CONNECT within \(Self.connackTimeout(configuration) / 1_000_000_000) s; reconnecting")
+            state.connackDeadline = 0
+            _ = Glibc.shutdown(socket, Int32(SHUT_RDWR))
+        }
         if rc != MOSQ_SUCCESS || socket < 0 {
             // Not every failure goes through on_disconnect (a failed TLS handshake does not).
             state.socketOpen = false
+            state.connackDeadline = 0
             state.gatherUntil = 0
             session.withLock { $0.ready = false }
             state.failures += 1
@@ -199,6 +209,7 @@ extension MQTTClient {
         let state = turns
         if outcome.rc == MOSQ_SUCCESS {
             state.socketOpen = true
+            state.connackDeadline = MonotonicClock.nanoseconds + Self.connackTimeout(configuration)
             return
         }
         state.failures += 1
@@ -278,6 +289,12 @@ extension MQTTClient {
     /// after that), and how much longer at most the host may sleep before that read (5 ms each).
     static var gathering: Int64 { 5_000_000 }
 
+    /// How long an open socket waits for the broker's CONNACK: 10 s, or four fifths of a shorter keepalive, so the
+    /// link gives up (with a log line that says why) before libmosquitto's own keepalive check would.
+    static func connackTimeout(_ configuration: MQTTConfiguration) -> Int64 {
+        min(10_000_000_000, max(configuration.keepalive.inNanoseconds / 5 * 4, 1_000_000_000))
+    }
+
     /// reconnectDelay × 2^(failures − 1), capped at reconnectDelayMax.
     func backoff(failures: Int) -> Int64 {
         let base = max(configuration.reconnectDelay.inNanoseconds, 1_000_000)
@@ -303,9 +320,11 @@ extension MQTTClient {
             switch event {
             case .sessionStarted:
                 started = true
+                turns.connackDeadline = 0
                 turns.ackWatch.reset()
                 restoreSession()
             case .refused(let code, let description):
+                turns.connackDeadline = 0
                 refusal = (code, description)
             case .lost(let code, let description):
                 turns.ackWatch.reset()

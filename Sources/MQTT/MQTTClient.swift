@@ -418,6 +418,10 @@ public final class MQTTClient: Sendable {
     /// was never started or has shut down.
     public func loopIsAlive() async -> Bool { liveness.isAlive }
 
+    /// Whether the network loop made a turn within `window`: it turns at least once a second however busy its thread
+    /// is, so a window of a couple of seconds tells a loop that turns from one that does not.
+    public func loopTurned(within window: Duration) -> Bool { liveness.isAlive(within: window) }
+
     /// Publishes `finalMessages` (e.g. the retained `offline` state), waits until each is acknowledged (QoS ≥ 1) or
     /// written (QoS 0) or `timeout` passes, disconnects cleanly (so the broker does not send the will), and ends the
     /// network thread. Later publishes are dropped. Calling it again returns at once.

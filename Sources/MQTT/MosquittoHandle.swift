@@ -222,5 +222,7 @@ let MOSQ_NO_CONN = Int32(MOSQ_ERR_NO_CONN.rawValue)
 
 /// Text for a libmosquitto error code or an MQTT reason code (they share the `rc` of the callbacks).
 func mosquittoDescription(_ code: Int32) -> String {
-    code >= 128 ? String(cString: mosquitto_reason_string(code)) : String(cString: mosquitto_strerror(code))
+    // libmosquitto 2.0.11 (Debian 12) has no text for its own keepalive error.
+    if code == Int32(MOSQ_ERR_KEEPALIVE.rawValue) { return "no answer from the broker within the keepalive" }
+    return code >= 128 ? String(cString: mosquitto_reason_string(code)) : String(cString: mosquitto_strerror(code))
 }

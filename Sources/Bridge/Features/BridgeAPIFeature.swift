@@ -60,15 +60,17 @@ struct BridgeAPIFeature: BridgeFeature {
         let (inputs, input) = AsyncStream.makeStream(of: Input.self)
         await withDiscardingTaskGroup { group in
             let backlog = RequestBacklog(limit: Self.maxQueuedRequests)
+            let busy = BusyAnswers()
             let logger = logger
             group.addTask {
                 var nextLog = ContinuousClock.now
                 for await event in events {
                     if case .message(let message) = event, RequestBacklog.isRequest(message.topic) {
                         guard backlog.admit() else {
+                            busy.answer(message, queued: Self.maxQueuedRequests, context: context)
                             if ContinuousClock.now >= nextLog {
                                 nextLog = .now + Self.dropLogPeriod
-                                logger.warning("bridge API busy: \(backlog.takeDropped()) request(s) dropped")
+                                logger.warning("bridge API busy: \(backlog.takeDropped()) request(s) turned away")
                             }
                             continue
                         }
@@ -81,7 +83,7 @@ struct BridgeAPIFeature: BridgeFeature {
                 if case .event(.message(let message)) = next, RequestBacklog.isRequest(message.topic),
                    backlog.taken() == 0 {
                     let dropped = backlog.takeDropped()
-                    if dropped > 0 { logger.warning("bridge API busy: \(dropped) request(s) dropped") }
+                    if dropped > 0 { logger.warning("bridge API busy: \(dropped) request(s) turned away") }
                 }
                 var received: [(MQTTMessage, verb: String, shared: Bool)] = []
                 var listen = false
@@ -153,6 +155,10 @@ struct BridgeAPIFeature: BridgeFeature {
                         input.yield(.settle(token))
                     }
                 }
+                busy.update(state.config.map { config in
+                    BusyAnswers.Routing(state: APIState.Topics(config: config), replies: ReplyTopicRule(config: config),
+                                        answersShared: state.fleet == nil || state.sharedPublished)
+                })
                 for (message, verb, shared) in received {
                     guard let long = await receive(message, verb: verb, shared: shared, state: &state,
                                                    longRequests: longRequests, context: context) else { continue }
@@ -375,24 +381,46 @@ struct APIState: Sendable {
     var held: [MQTTMessage] = []
     var settleToken: UInt64 = 0
 
-    /// The verb of a request topic: shared `B/bridge/request/<verb>`, or in a fleet this bridge's own
-    /// `B/bridge/<id>/request/<verb>` (checked first: an id such as `request` must not read as a shared verb); nil
-    /// for anything else.
+    /// The verb of a request topic and whether it is shared (see `Topics.verb(of:)`); nil before the config.
     func verb(of topic: String) -> (verb: String, shared: Bool)? {
-        guard let config, config.bridgeAPI else { return nil }
-        if let id = config.fleet?.id {
-            let own = BridgeTopics(base: config.mqtt.baseTopic, bridgeID: id).bridgeOwn("request") + "/"
-            if topic.hasPrefix(own) { return (String(topic.dropFirst(own.count)), false) }
-        }
-        let prefix = config.mqtt.baseTopic + "/bridge/request/"
-        guard topic.hasPrefix(prefix) else { return nil }
-        return (String(topic.dropFirst(prefix.count)), true)
+        config.flatMap { Topics(config: $0).verb(of: topic) }
     }
 
-    /// Where the answer to `verb` goes: `B/bridge/response/<verb>`, or this bridge's own for its own requests.
+    /// Where the answer to `verb` goes (see `Topics.responseTopic`).
     func responseTopic(_ verb: String, shared: Bool) -> String? {
-        guard let config else { return nil }
-        guard !shared, let id = config.fleet?.id else { return config.mqtt.baseTopic + "/bridge/response/" + verb }
-        return BridgeTopics(base: config.mqtt.baseTopic, bridgeID: id).bridgeOwn("response") + "/" + verb
+        config.map { Topics(config: $0).responseTopic(verb, shared: shared) }
+    }
+
+    /// The API's topics as the config names them: what the loop and `BusyAnswers` both route by.
+    struct Topics: Sendable, Equatable {
+        var base: String
+        var fleetID: String?
+        var enabled: Bool
+
+        init(config: BridgeConfig) {
+            base = config.mqtt.baseTopic
+            fleetID = config.fleet?.id
+            enabled = config.bridgeAPI
+        }
+
+        /// The verb of a request topic: shared `B/bridge/request/<verb>`, or in a fleet this bridge's own
+        /// `B/bridge/<id>/request/<verb>` (checked first: an id such as `request` must not read as a shared verb); nil
+        /// for anything else.
+        func verb(of topic: String) -> (verb: String, shared: Bool)? {
+            guard enabled else { return nil }
+            if let fleetID {
+                let own = BridgeTopics(base: base, bridgeID: fleetID).bridgeOwn("request") + "/"
+                if topic.hasPrefix(own) { return (String(topic.dropFirst(own.count)), false) }
+            }
+            let prefix = base + "/bridge/request/"
+            guard topic.hasPrefix(prefix) else { return nil }
+            return (String(topic.dropFirst(prefix.count)), true)
+        }
+
+        /// Where the answer to `verb` goes: `B/bridge/response/<verb>`, or this bridge's own for its own requests.
+        func responseTopic(_ verb: String, shared: Bool) -> String {
+            guard !shared, let fleetID else { return base + "/bridge/response/" + verb }
+            return BridgeTopics(base: base, bridgeID: fleetID).bridgeOwn("response") + "/" + verb
+        }
     }
 }
