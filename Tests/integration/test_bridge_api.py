@@ -304,3 +304,34 @@ def test_a_bad_drop_in_is_named_and_does_not_stop_the_others(bench, run_gattbrid
     bridge.wait_online(mqtt, "good")
     bridge.process.wait_for_line(lambda line: str(drop_ins / "bad.yaml") in line and "device skipped" in line, 5, stream="stderr")
     assert [d["name"] for d in request(mqtt, bridge, "devices")["data"]] == ["good"]
+
+
+def test_every_request_is_answered_even_beyond_the_backlog(bench, run_gattbridge, mosquitto, mqtt, wait_until,
+                                                            tmp_path):
+    """1,000 `device/add` sent at once, without waiting for the broker: more than the 256 that may wait. Each gets
+    exactly one answer with its transaction: the first is saved, the others are refused as duplicates, or, those
+    beyond the backlog, answered `busy` (docs/bridge-api.md) instead of dropped in silence."""
+    path = write_config(tmp_path, mosquitto.port, [], ha=False)
+    bridge = run_bridge(run_gattbridge, path, mqtt)
+    topic = bridge.topic("bridge", "request", "device/add")
+    body = {"name": "burst", "address": "C0:FF:EE:0B:05:01",
+            "channels": [{"name": "temp", "characteristic": "2a6e", "codec": "int16"}]}
+    mark = mqtt.mark()
+    sender = bench.mqtt_client(mosquitto, topics=[])
+    infos = [sender.client.publish(topic, json.dumps({**body, "transaction": i}), qos=1) for i in range(1000)]
+    for info in infos:
+        info.wait_for_publish(30)
+    response = bridge.topic("bridge", "response", "device/add")
+    wait_until(lambda: len(mqtt.received(response, mark)) >= 1000, 90, "not every request was answered")
+    answers = [m.json() for m in mqtt.received(response, mark)]
+    by_transaction: dict[int, list[dict]] = {}
+    for answer in answers:
+        by_transaction.setdefault(answer.get("transaction"), []).append(answer)
+    assert sorted(by_transaction) == list(range(1000)), "an answer without its transaction, or one missing"
+    assert all(len(a) == 1 for a in by_transaction.values()), "a request answered twice"
+    saved = [t for t, (a,) in by_transaction.items() if a["status"] == "ok"]
+    busy = [t for t, (a,) in by_transaction.items() if a["status"] == "error" and a["error"].startswith("busy:")]
+    duplicate = [t for t, (a,) in by_transaction.items() if a["status"] == "error" and not a["error"].startswith("busy:")]
+    assert len(saved) == 1 and saved[0] not in busy
+    assert len(saved) + len(busy) + len(duplicate) == 1000
+    print(f"1000 requests: 1 saved, {len(duplicate)} refused as duplicates, {len(busy)} answered busy")
