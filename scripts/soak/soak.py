@@ -37,6 +37,11 @@ Faults, one every SOAK_FAULT_INTERVAL seconds (default 20, ±30 % jitter), in a 
 
 The daemon uses two central adapters (hci0 and a second one the soak adds), listed in `bluetooth.adapters`.
 
+Beside the stamps, the traffic systemd's watchdog must survive: a heart-rate strap notifying at SOAK_QOS0_RATE Hz
+(default 10) on a `qos: 0` channel, and a BTHome broadcaster heard twice a second (`adverts:` on). The daemon runs as
+under systemd's watchdog: WATCHDOG_USEC is set (SOAK_WATCHDOG_SEC, default 10) and a pet later than that gets the
+daemon a SIGABRT, as systemd would send it, which fails the run.
+
 Losses: notifications the peripheral sent while the bridge was subscribed, not received by the subscriber. Those
 that were in the air when a peripheral or BlueZoo died are lost with the link (BLE has no retransmission across a
 link loss) and are reported apart ("lost with the link"); every other loss, including across broker restarts and
@@ -72,7 +77,7 @@ from typing import Optional
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 from common import (BASE, MOSQUITTO_EXTRA, REPO, World, gattbridge_binary, machine, sample,  # noqa: E402
-                    save_results, unstamp)
+                    save_results, unstamp, write_config)
 from bench.bench import Mosquitto, persistent_broker_config  # noqa: E402
 
 FAULTS = ["peripheral", "bluez", "mosquitto", "sighup", "bad_command", "bad_serial", "retained_command",
@@ -81,6 +86,8 @@ FLEET_ID = "soak"               # the daemon is a fleet of one, so forged fleet 
 RSS_LIMIT_KB = 64 * 1024
 LINK_FAULTS = {"peripheral", "bluez", "adapter_off", "adapter_wedged"}
 SECOND_CENTRAL = "00:00:00:00:0A:02"
+STRAP_ADDRESS = "C0:FF:EE:00:0A:11"
+PORCH_ADDRESS = "A4:C1:38:0B:0A:01"
 
 
 TIMELINE: list[str] = []       # what log() printed, UTC-stamped as the daemon's lines are: kept with a failed run's logs
@@ -166,8 +173,25 @@ class Soak:
         # A second central adapter for the adapter faults (docs/adapters.md), listed with hci0 (BlueZoo's peripherals are
         # adapters too, which the daemon must not use as centrals).
         self.central2 = b.bluez.add_adapter(SECOND_CENTRAL)
+        # The watchdog's load: a fast QoS 0 channel and a broadcaster.
+        self.qos0_rate = float(os.environ.get("SOAK_QOS0_RATE", 10))
+        self.strap = b.peripheral("heart_rate", STRAP_ADDRESS, rate=self.qos0_rate)
+        self.porch = b.broadcaster("bthome", PORCH_ADDRESS, interval=0.5)
+        write_config(self.world.config, self.broker.port, extra_devices=f"""\
+  - name: strap
+    address: "{STRAP_ADDRESS}"
+    channels:
+      - {{ name: heart_rate, characteristic: "2a37", codec: heart_rate_measurement, qos: 0 }}
+  - name: porch
+    address: "{PORCH_ADDRESS}"
+    advert: bthome
+""")
         with open(self.world.config, "a") as f:
-            f.write(f"bluetooth:\n  adapters: [hci0, {self.central2}]\nbridge:\n  id: {FLEET_ID}\n")
+            f.write(f"bluetooth:\n  adapters: [hci0, {self.central2}]\nbridge:\n  id: {FLEET_ID}\n"
+                    f"adverts:\n  enabled: true\n")
+        self.watchdog_sec = float(os.environ.get("SOAK_WATCHDOG_SEC", 10))
+        self.watchdog_aborts: list[dict] = []
+        self.watching = threading.Event()
         # Home Assistant discovery on, for the birth flood.
         self.world.config.write_text(self.world.config.read_text().replace("homeassistant:\n  enabled: false",
                                                                            "homeassistant:\n  enabled: true", 1))
@@ -196,8 +220,41 @@ class Soak:
     # --- processes ---
 
     def start_gattbridge(self) -> None:
-        self.gb = self.world.start_gattbridge(env={**self.notify.env, "GATTBRIDGE_WEDGE_WINDOW": str(self.wedge_window)},
+        self.started_at = time.monotonic()
+        self.gb = self.world.start_gattbridge(env={**self.notify.env, "GATTBRIDGE_WEDGE_WINDOW": str(self.wedge_window),
+                                                   "WATCHDOG_USEC": str(int(self.watchdog_sec * 1e6))},
                                               log_level=self.log_level)
+
+    def watch_the_watchdog(self) -> None:
+        """As systemd does: once the daemon said READY, a pet at least every WATCHDOG_USEC, or SIGABRT. The daemon
+        is then restarted by `check_alive` (as systemd's Restart= would), and the abort fails the run."""
+        seen = 0
+        started, ready, last = None, False, 0.0
+        while self.watching.is_set():
+            gb = self.gb
+            if self.started_at != started:
+                started, ready, last = self.started_at, False, self.started_at
+            new = self.notify.since(seen)
+            seen += len(new)
+            for m in new:
+                if m["_t"] < started:
+                    continue
+                if m.get("READY") == "1":
+                    ready = True
+                if m.get("READY") == "1" or m.get("WATCHDOG") == "1":
+                    last = max(last, m["_t"])
+            late = time.monotonic() - last
+            if gb is not None and gb.running and ready and late > self.watchdog_sec:
+                log(f"WATCHDOG: no pet for {late:.1f} s; SIGABRT (as systemd would)")
+                self.watchdog_aborts.append({"t": round(time.monotonic() - self.t_start, 1), "late_s": round(late, 1),
+                                             "stderr_tail": gb.stderr_lines[-20:]})
+                try:
+                    os.kill(gb.pid, signal.SIGABRT)
+                    gb.wait(10)
+                except (ProcessLookupError, Exception):  # noqa: BLE001 - gone already, or slow to die: check_alive sees it
+                    pass
+                ready = False
+            time.sleep(0.1)
 
     def check_alive(self) -> None:
         if self.gb is not None and not self.gb.running:
@@ -511,7 +568,10 @@ class Soak:
             f" seed {self.seed}")
         self.start_gattbridge()
         self.notify.wait_for("READY", "1", 30)
+        self.watching.set()
+        threading.Thread(target=self.watch_the_watchdog, daemon=True).start()
         self.world.wait_online(timeout=90)
+        self.world.wait_online(devices=("strap", "porch"), timeout=90)
         self.t_start = time.monotonic()
         for path in ("fd", "sig"):
             self.start_stream(path)
@@ -553,6 +613,7 @@ class Soak:
             self.halt_stream(path)
         time.sleep(5)        # drain (QoS 1 in flight, the broker's queue)
         self.check_alive()
+        self.watching.clear()
         return self.report()
 
     def report(self) -> dict:
@@ -634,6 +695,12 @@ class Soak:
                            "recovery_s_max": round(max(v), 3) if v else None} for k, v in self.recovery.items()},
             "fault_log": self.fault_log,
             "crashes": len(self.crashes), "crash_details": self.crashes,
+            "watchdog": {"timeout_s": self.watchdog_sec, "aborts": len(self.watchdog_aborts),
+                         "abort_details": self.watchdog_aborts},
+            "load": {"qos0_values": sum(1 for _, topic, _ in msgs if topic == f"{BASE}/strap/heart_rate"),
+                     "qos0_rate_hz": self.qos0_rate,
+                     "advert_values": sum(1 for _, topic, _ in msgs if topic.startswith(f"{BASE}/porch/")
+                                          and not topic.endswith("/availability"))},
             "rss_kb": {"samples": len(rss), "min": min(rss, default=0), "max": max(rss, default=0),
                        "first_after_warmup_median": first, "last_median": last,
                        "growth_percent": round(100 * (last - first) / first, 1) if first else None,
@@ -652,7 +719,9 @@ class Soak:
         written = collections.Counter(e.get("text") for e in self.world.hm10.events_matching("line", since=0))
         result["retained_commands_executed"] = sorted(line for line in self.retained_lines if written[line] > 1)
         result["pass"] = (result["crashes"] == 0 and lost == 0 and not cmds_lost and not not_recovered
-                          and result["rss_flat"] and not result["retained_commands_executed"])
+                          and result["rss_flat"] and not result["retained_commands_executed"]
+                          and not self.watchdog_aborts and result["load"]["qos0_values"] > 0
+                          and result["load"]["advert_values"] > 0)
         return result
 
 
@@ -679,6 +748,10 @@ def print_report(r: dict) -> None:
         print(f"  adapter_wedged: {healed} detected and power-cycled by the daemon, {moved} failed over first")
     rs = r["rss_kb"]
     print(f"crashes: {r['crashes']}")
+    w, load = r["watchdog"], r["load"]
+    print(f"watchdog ({w['timeout_s']:g} s, SIGABRT when late, as systemd): {w['aborts']} abort(s); under "
+          f"{load['qos0_values']:,} QoS 0 values ({load['qos0_rate_hz']:g} Hz) and {load['advert_values']:,} "
+          f"broadcast readings")
     print(f"RSS: {rs['min'] / 1024:.1f}–{rs['max'] / 1024:.1f} MiB over {rs['samples']} samples; after warm-up "
           f"{rs['first_after_warmup_median'] / 1024:.1f} → {rs['last_median'] / 1024:.1f} MiB "
           f"({rs['growth_percent']} %); of which anonymous "
