@@ -96,14 +96,16 @@ test: setup
 	@$(TIER) --summary
 
 # What is mostly downloading and unpacking (network and disk more than CPU) is prepared in the background while the
-# tests compile: the arm64 cross toolchain and the venvs of the reference parsers and of Home Assistant. The tier that
-# needs one waits for it: each preparation takes a lock, and the tier runs it again, finding it done.
+# tests compile: the arm64 cross toolchain, the venvs of the reference parsers and of Home Assistant, and the real-BlueZ
+# guest's kernel and initramfs. The tier that needs one waits for it: each preparation takes a lock, and the tier runs
+# it again, finding it done (or doing what a failed one left).
 .PHONY: test-tiers test-prepare
 test-prepare:
 	@mkdir -p .build-arm64 .build
 	@(bash scripts/arm64/toolchain.sh > .build-arm64/toolchain.log 2>&1 &)
 	@(bash scripts/adverts/setup.sh > .build/setup-adverts.log 2>&1 &)
 	@(bash scripts/homeassistant/setup.sh > .build/setup-homeassistant.log 2>&1 &)
+	@(bash scripts/realbluez/prepare-guest.sh .build-realbluez > .build/prepare-guest.log 2>&1 &)
 
 test-tiers: test-prepare
 	$(TIER) build-tests $(SWIFT) build --build-tests
