@@ -53,6 +53,11 @@ while read -r key value; do
     case "$base" in /*) [ -d "$base" ] && binds+=("$base") ;; esac
 done < <(git config --get-regexp '^url\..*\.insteadof$' 2>/dev/null || true)
 git_env+=("GIT_CONFIG_COUNT=$n")
+# Each bind as its real path (no link, no ..), so its mount point is a new directory inside the root, nowhere else.
+for i in "${!binds[@]}"; do
+    binds[i]="$(realpath -e -- "${binds[i]}")" || fail "no ${binds[i]}"
+    [ "${binds[i]}" != / ] || fail "cannot bind / into the root"
+done
 
 exec unshare --mount --propagation private -- "$BASH" -c '
     set -e
