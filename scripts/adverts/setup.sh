@@ -13,6 +13,9 @@ REQUIREMENTS="$REPO/scripts/adverts/requirements.txt"
 log() { printf 'setup-adverts: %s\n' "$*" >&2; }
 
 . "$REPO/scripts/venv.sh"
+# One at a time: `make test` starts this in the background early, and its tier runs it again, waiting here.
+exec 9> "$VENV.lock"
+flock 9
 if venv_current "$VENV" "$REQUIREMENTS"; then
     log "ok ($VENV up to date)"
     exit 0

@@ -9,6 +9,7 @@
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+as_invoking_user "$@"
 
 bash "$REPO/scripts/arm64/toolchain.sh"
 
@@ -17,6 +18,7 @@ compat="$SYSROOT/usr/lib/gattbridge-compat"
 flags="$(make -s -C "$REPO" --no-print-directory print-release-flags RELEASE_CXX_DIR="$compat")"
 pkgconfig="$SYSROOT/usr/lib/$GNU_TRIPLET/pkgconfig:$SYSROOT/usr/share/pkgconfig"
 
+# In the sid root as the invoking user (chroot.sh): the compile reads and writes only what that user may.
 log "swift build for $TRIPLE (log: .build-arm64/build.log)"
 mkdir -p "$SCRATCH"
 started=$(date +%s)
@@ -28,8 +30,6 @@ if ! bash "$REPO/scripts/arm64/chroot.sh" sh -c "cd '$REPO' && \
     tail -40 "$SCRATCH/build.log" >&2
     fail "swift build for $TRIPLE"
 fi
-# Owned by whoever owns the checkout, not by root (the build ran in the chroot as root).
-chown -R "$(stat -c %u:%g "$REPO")" "$SCRATCH" 2>/dev/null || true
 # SwiftPM links .build-arm64/release to the target's folder itself.
 bin="$SCRATCH/$TRIPLE/release/gattbridge"
 [ -x "$bin" ] && [ ! -L "$bin" ] || fail "no binary at $bin"

@@ -1,17 +1,36 @@
-# Sourced by the scripts of scripts/arm64/: the cache's layout, logging, and apt with a private configuration.
+# Sourced by the scripts of scripts/arm64/: the caches' layout, who runs what, logging, and apt with a private
+# configuration.
 #
-# Everything the cross-build needs lives under ARM64_CACHE (default ~/.cache/gattbridge-arm64); nothing is installed
-# on the host and the host's apt state (its lists, its dpkg status, its archive cache) is never touched: each suite
-# and architecture gets its own apt directories under $ARM64_CACHE/apt/.
+# Root is needed for two things only: debootstrap of the sid root and apt-get inside it (dpkg must own files as root).
+# Everything that reads the checkout or what the toolchain built from it (the compile, dpkg-shlibdeps, packaging)
+# runs as the invoking user, chrooted into the sid root by root but with the user's ids (chroot.sh). So there are
+# two caches, and root never writes to or chroots into a tree a user could have planted:
+#
+#   ARM64_ROOT_CACHE (default /var/cache/gattbridge-arm64): debootstrap and the sid root. Made and used by root only;
+#       before every use it and every directory above it must be owned by root and writable by nobody else
+#       (require_root_owned), and the sid root is checked for files of other owners (check_sid_root).
+#   ARM64_CACHE (default the invoking user's ~/.cache/gattbridge-arm64): the SDK (sysroot, arm64 Swift runtime),
+#       qemu-user-static, downloads, apt lists, the runtime root for qemu: made and read by the invoking user only.
+#
+# Nothing is installed on the host and the host's apt state (its lists, its dpkg status, its archive cache) is never
+# touched: each suite and architecture gets its own apt directories under the cache that uses it.
 # shellcheck shell=bash
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-# Under sudo, the invoking user's cache, not root's.
-if [ -n "${SUDO_USER:-}" ] && [ -z "${ARM64_CACHE:-}" ]; then
-    ARM64_CACHE="$(getent passwd "$SUDO_USER" | cut -d: -f6)/.cache/gattbridge-arm64"
+# The invoking user: under sudo the one who ran sudo, else whoever runs this (root in CI).
+if [ "$(id -u)" -eq 0 ] && [ -n "${SUDO_UID:-}" ]; then
+    INVOKER_UID=$SUDO_UID INVOKER_GID=${SUDO_GID:-$SUDO_UID}
+else
+    INVOKER_UID=$(id -u) INVOKER_GID=$(id -g)
 fi
-ARM64_CACHE="${ARM64_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gattbridge-arm64}"
-export ARM64_CACHE
+INVOKER_HOME="$(getent passwd "$INVOKER_UID" | cut -d: -f6)"
+ARM64_CACHE="${ARM64_CACHE:-${XDG_CACHE_HOME:-${INVOKER_HOME:-$HOME}/.cache}/gattbridge-arm64}"
+ARM64_ROOT_CACHE="${ARM64_ROOT_CACHE:-/var/cache/gattbridge-arm64}"
+export ARM64_CACHE ARM64_ROOT_CACHE
+# A Release file with a Valid-Until is accepted until this many days after its Date (apt's Min-ValidTime), however
+# early its Valid-Until: this machine's mirror serves sid's Release weeks after it expired. Older ones, or replayed
+# ones, are refused; validity is never switched off.
+ARM64_RELEASE_MIN_VALID_DAYS="${ARM64_RELEASE_MIN_VALID_DAYS:-90}"
 
 # The cross compiler and the arm64 standard library must be one Swift version: Debian sid's, for both architectures.
 SWIFT_DEBIAN_VERSION="6.2.3-1+b1"
@@ -21,7 +40,8 @@ TARGET_SUITE=bookworm
 TRIPLE=aarch64-unknown-linux-gnu
 GNU_TRIPLET=aarch64-linux-gnu
 
-SID_ROOT="$ARM64_CACHE/sid-root"
+SID_ROOT="$ARM64_ROOT_CACHE/sid-root"
+ROOT_TOOLS="$ARM64_ROOT_CACHE/tools"
 SDK_DIR="$ARM64_CACHE/sdk"
 SDK_NAME=gattbridge-aarch64
 SYSROOT="$SDK_DIR/$SDK_NAME.artifactbundle/$SDK_NAME/$TRIPLE/sysroot"
@@ -31,6 +51,62 @@ DOWNLOADS="$ARM64_CACHE/downloads"
 
 log() { printf 'arm64: %s\n' "$*" >&2; }
 fail() { log "FAILED: $*"; exit 1; }
+
+# The scripts that work on the user's files call this first: run as root through sudo (`sudo make deb ARCH=arm64`),
+# they run again as the user who ran sudo, so root never writes into that user's checkout or cache.
+as_invoking_user() {
+    if [ "$(id -u)" -eq 0 ] && [ "$INVOKER_UID" != 0 ]; then
+        exec setpriv --reuid="$INVOKER_UID" --regid="$INVOKER_GID" --init-groups \
+            env HOME="$INVOKER_HOME" "$BASH" "$0" "$@"
+    fi
+}
+
+# require_root_owned PATH: PATH exists, is written without symbolic links, and it and every directory above it are
+# owned by root and writable by no one else (a group-writable one only by group root; a sticky directory such as /tmp
+# is allowed above it, where others cannot rename or remove what root owns). Only then can no other user have put
+# anything in it or swapped it for something else.
+require_root_owned() {
+    local path=$1 p uid gid mode
+    [ -e "$path" ] || { log "refused: $path does not exist"; return 1; }
+    p="$(realpath -e -- "$path")" || return 1
+    [ "$p" = "$path" ] || [ "$p" = "${path%/}" ] \
+        || { log "refused: $path is reached through a symbolic link ($p)"; return 1; }
+    while :; do
+        read -r uid gid mode < <(stat -c '%u %g %a' -- "$p")
+        [ "$uid" = 0 ] || { log "refused: $p is owned by uid $uid, not root"; return 1; }
+        mode=$((8#$mode))
+        if (( mode & 8#0002 )) || { (( mode & 8#0020 )) && [ "$gid" != 0 ]; }; then
+            if [ "$p" = "$path" ] || ! (( mode & 8#1000 )) || [ ! -d "$p" ]; then
+                log "refused: $p is writable by users other than root"; return 1
+            fi
+        fi
+        [ "$p" = / ] && break
+        p="$(dirname -- "$p")"
+    done
+}
+
+# check_sid_root TREE: a root that root may chroot into: root-owned down from /, its etc a directory of its own, and no
+# file in it owned by a user (uid 1000 and up, nobody included) or writable by all (a sticky directory aside).
+check_sid_root() {
+    local tree=$1 odd
+    require_root_owned "$tree" || return 1
+    local d; for d in etc usr usr/bin; do
+        [ -d "$tree/$d" ] && [ ! -L "$tree/$d" ] || { log "refused: $tree/$d is not a directory"; return 1; }
+    done
+    odd="$(find "$tree" -xdev \( -path "$tree/proc" -o -path "$tree/sys" -o -path "$tree/dev" \) -prune \
+        -o \( -uid +999 -o \( -perm -0002 ! -type l ! \( -type d -perm -1000 \) \) \) -print -quit)"
+    [ -z "$odd" ] || { log "refused: $odd in $tree is owned by a user or writable by all"; return 1; }
+}
+
+# replace_file PATH < CONTENT: PATH becomes a regular file with CONTENT; a symbolic link there is replaced, never
+# followed (the new file is renamed over it), and a PATH whose directory is a link is refused.
+replace_file() {
+    local path=$1 dir tmp
+    dir="$(dirname -- "$path")"
+    [ -d "$dir" ] && [ ! -L "$dir" ] || { log "refused: $dir is not a directory"; return 1; }
+    tmp="$(mktemp -- "$dir/.gattbridge.XXXXXX")" || return 1
+    cat > "$tmp" && chmod 0644 "$tmp" && mv -fT -- "$tmp" "$path" || { rm -f -- "$tmp"; return 1; }
+}
 
 # The host's Debian mirror (the first bookworm source in its apt sources), or ARM64_MIRROR.
 debian_mirror() {
@@ -51,11 +127,11 @@ debian_mirror() {
 }
 
 # papt SUITE ARCH apt-get|apt-cache ARGS…: apt for one suite and architecture with its own lists, cache and an empty
-# dpkg status (so `install --download-only` fetches a package's whole closure). Check-Valid-Until is off because this
-# machine's clock may be ahead of the archive's Release files.
+# dpkg status (so `install --download-only` fetches a package's whole closure), under PAPT_DIR (default the user's
+# cache; root's cache for root's downloads). Its locks are its own directories' (no NoLocking needed).
 papt() {
     local suite=$1 arch=$2 tool=$3; shift 3
-    local d="$ARM64_CACHE/apt/$suite-$arch"
+    local d="${PAPT_DIR:-$ARM64_CACHE/apt}/$suite-$arch"
     mkdir -p "$d/etc/sources.list.d" "$d/etc/preferences.d" "$d/state/lists/partial" "$d/cache/archives/partial"
     [ -f "$d/state/status" ] || : > "$d/state/status"
     echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $(debian_mirror) $suite main" \
@@ -63,13 +139,13 @@ papt() {
     "$tool" -o Dir::Etc::SourceList="$d/etc/sources.list" -o Dir::Etc::SourceParts="$d/etc/sources.list.d" \
         -o Dir::Etc::Preferences="$d/etc/preferences" -o Dir::Etc::PreferencesParts="$d/etc/preferences.d" \
         -o Dir::State="$d/state" -o Dir::State::status="$d/state/status" -o Dir::Cache="$d/cache" \
-        -o APT::Architecture="$arch" -o APT::Architectures::="$arch" -o Acquire::Check-Valid-Until=false \
-        -o Acquire::Languages=none -o Debug::NoLocking=1 -o APT::Sandbox::User="$(id -un)" "$@"
+        -o APT::Architecture="$arch" -o APT::Architectures::="$arch" -o Acquire::Min-ValidTime=$((ARM64_RELEASE_MIN_VALID_DAYS * 86400)) \
+        -o Acquire::Languages=none -o APT::Sandbox::User="$(id -un)" "$@"
 }
 
 # Lists for SUITE/ARCH, fetched once a day at most.
 papt_update() {
-    local stamp="$ARM64_CACHE/apt/$1-$2/updated"
+    local stamp="${PAPT_DIR:-$ARM64_CACHE/apt}/$1-$2/updated"
     if [ -z "$(find "$stamp" -mmin -1440 2>/dev/null)" ]; then
         papt "$1" "$2" apt-get update -qq >/dev/null || fail "apt-get update for $1/$2"
         touch "$stamp"

@@ -15,6 +15,7 @@
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+as_invoking_user "$@"
 
 started=$(date +%s)
 VERSION="$(bash "$REPO/scripts/deb/version.sh")"

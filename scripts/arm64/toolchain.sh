@@ -1,72 +1,51 @@
 #!/usr/bin/env bash
-# Prepares (once) and checks (every time, in about a second) the arm64 cross toolchain in ARM64_CACHE:
+# Prepares (once) and checks (every time, in about a second) the arm64 cross toolchain:
 #
-#   tools/        debootstrap (sid's) and qemu-user-static (bookworm's), unpacked, not installed
-#   sid-root/     a Debian sid amd64 root with Swift 6.2.3 (swiftlang), debhelper and aarch64 binutils: the compiler
-#                 and the package tools run in it by chroot (sid's swiftlang needs glibc 2.42)
-#   sdk/          a Swift SDK bundle for aarch64-unknown-linux-gnu whose sysroot holds bookworm's arm64 -dev closure
-#                 (glibc 2.36), sid's arm64 Swift standard library of the same version as the compiler, a dpkg
-#                 database of what was unpacked (for dpkg-shlibdeps) and the glibc 2.38 forwarders (glibc-compat.c)
+#   root's part, ARM64_ROOT_CACHE (toolchain-root.sh, as root: through sudo when run as a user)
+#     tools/debootstrap, sid-root/   the sid amd64 root the compiler and the package tools run in
+#   the invoking user's part, ARM64_CACHE (this script, as that user)
+#     tools/        qemu-user-static (bookworm's), unpacked, not installed
+#     sdk/          a Swift SDK bundle for aarch64-unknown-linux-gnu whose sysroot holds bookworm's arm64 -dev closure
+#                   (glibc 2.36), sid's arm64 Swift standard library of the same version as the compiler, a dpkg
+#                   database of what was unpacked (for dpkg-shlibdeps) and the glibc 2.38 forwarders (glibc-compat.c)
+#     home/         HOME in the sid root (SwiftPM's caches)
 #
 # Each stage is stamped with the versions it was made from and made again only when they change. About 1.4 GB of
-# downloads and 5 GB of disk the first time; see docs for the times. Root is needed for debootstrap and chroot only
-# (sudo is used when not root). The host's apt state is never touched (lib.sh: papt).
+# downloads and 5 GB of disk the first time; see docs for the times. Root is needed for debootstrap and apt in the sid
+# root only (lib.sh says why and what is checked). The host's apt state is never touched (lib.sh: papt).
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+as_invoking_user "$@"
 
 [ "$(dpkg --print-architecture)" = amd64 ] || fail "the cross-build runs on an amd64 Debian machine"
-[ "$(id -u)" -eq 0 ] || exec sudo --preserve-env=ARM64_CACHE,ARM64_MIRROR,SUDO_USER "$BASH" "$0" "$@"
-mkdir -p "$ARM64_CACHE" "$TOOLS" "$DOWNLOADS"
+started=$(date +%s)
+if [ "$(id -u)" -eq 0 ]; then
+    bash "$(dirname "$0")/toolchain-root.sh"
+else
+    sudo --preserve-env=ARM64_ROOT_CACHE,ARM64_MIRROR,ARM64_RELEASE_MIN_VALID_DAYS \
+        "$BASH" "$(dirname "$0")/toolchain-root.sh"
+fi
+mkdir -p "$ARM64_CACHE" "$TOOLS" "$DOWNLOADS" "$ARM64_CACHE/home"
 # One preparation at a time: `make test` starts one in the background early (it is mostly downloads and unpacking)
 # and the arm64 test's own call waits here for it, then finds every stage done.
 exec 9> "$ARM64_CACHE/.lock"
 flock 9
 
 stamp_ok() { [ "$(cat "$1" 2>/dev/null)" = "$2" ]; }
-started=$(date +%s)
 
 # --- tools ------------------------------------------------------------------------------------------------------
-tools_key="debootstrap-sid qemu-user-static-bookworm v1"
+tools_key="qemu-user-static-bookworm v2"
 if ! stamp_ok "$TOOLS/.stamp" "$tools_key"; then
-    log "fetching debootstrap and qemu-user-static"
+    log "fetching qemu-user-static"
     rm -rf "$TOOLS" && mkdir -p "$TOOLS/debs"
-    papt_update sid amd64
     papt_update "$TARGET_SUITE" amd64
-    (cd "$TOOLS/debs" && papt sid amd64 apt-get download -qq debootstrap >/dev/null \
-        && papt "$TARGET_SUITE" amd64 apt-get download -qq qemu-user-static >/dev/null) || fail "downloading tools"
-    dpkg-deb -x "$TOOLS"/debs/debootstrap_*.deb "$TOOLS/debootstrap"
+    (cd "$TOOLS/debs" && papt "$TARGET_SUITE" amd64 apt-get download -qq qemu-user-static >/dev/null) \
+        || fail "downloading qemu-user-static"
     dpkg-deb --fsys-tarfile "$TOOLS"/debs/qemu-user-static_*.deb \
         | tar -x -C "$TOOLS" --strip-components=3 ./usr/bin/qemu-aarch64-static
     rm -rf "$TOOLS/debs"
     echo "$tools_key" > "$TOOLS/.stamp"
-fi
-
-# --- the sid root with the compiler -----------------------------------------------------------------------------
-SID_PACKAGES="swiftlang=$SWIFT_DEBIAN_VERSION libc6-dev pkgconf git ca-certificates debhelper dpkg-dev
-binutils-aarch64-linux-gnu"
-sid_key="$(echo $SID_PACKAGES) v1"
-if ! stamp_ok "$SID_ROOT/.gattbridge-stamp" "$sid_key"; then
-    tmp="$SID_ROOT.tmp"
-    # A base system already unpacked by an interrupted run is kept; anything later is redone.
-    if ! [ -f "$tmp/.debootstrapped" ]; then
-    rm -rf "$tmp"
-    log "debootstrap sid (amd64) into $tmp"
-    DEBOOTSTRAP_DIR="$TOOLS/debootstrap/usr/share/debootstrap" "$TOOLS/debootstrap/usr/sbin/debootstrap" \
-        --variant=minbase --arch=amd64 --keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
-        sid "$tmp" "$(debian_mirror)" > "$ARM64_CACHE/debootstrap.log" 2>&1 \
-        || { tail -20 "$ARM64_CACHE/debootstrap.log" >&2; fail "debootstrap sid"; }
-    touch "$tmp/.debootstrapped"
-    fi
-    echo 'Acquire::Check-Valid-Until "false";' > "$tmp/etc/apt/apt.conf.d/90gattbridge"
-    echo 'APT::Install-Recommends "false";' >> "$tmp/etc/apt/apt.conf.d/90gattbridge"
-    log "installing Swift $SWIFT_DEBIAN_VERSION and the package tools in the sid root"
-    SID_ROOT_OVERRIDE="$tmp" bash "$(dirname "$0")/chroot.sh" sh -c \
-        "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(echo $SID_PACKAGES) >/dev/null \
-         && apt-get clean" || fail "installing swiftlang in the sid root"
-    rm -rf "$SID_ROOT"
-    mv "$tmp" "$SID_ROOT"
-    echo "$sid_key" > "$SID_ROOT/.gattbridge-stamp"
 fi
 
 # --- the SDK: sysroot and bundle --------------------------------------------------------------------------------
@@ -74,7 +53,7 @@ fi
 # C and C++ runtime pieces the Swift driver links statically.
 SYSROOT_PACKAGES="libc6-dev libgcc-12-dev libstdc++-12-dev libdbus-1-dev libmosquitto-dev libsystemd-dev libyaml-dev
 libssl-dev"
-sdk_key="swift $SWIFT_DEBIAN_VERSION; $TARGET_SUITE: $(echo $SYSROOT_PACKAGES); $(cat "$(dirname "$0")/glibc-compat.c" "$(dirname "$0")/sysroot-dpkg-db.sh" | sha256sum | cut -c1-16) v1"
+sdk_key="swift $SWIFT_DEBIAN_VERSION; $TARGET_SUITE: $(echo $SYSROOT_PACKAGES); $(cat "$(dirname "$0")/glibc-compat.c" "$(dirname "$0")/sysroot-dpkg-db.sh" | sha256sum | cut -c1-16) v2"
 if ! stamp_ok "$SDK_DIR/.stamp" "$sdk_key"; then
     log "building the Swift SDK for $TRIPLE ($TARGET_SUITE sysroot)"
     rm -rf "$SDK_DIR" "$DOWNLOADS/$TARGET_SUITE-arm64-dev"

@@ -5,7 +5,8 @@
 #   scripts/deb/build.sh [BINARY]        BINARY: the release binary to package (default .build/release/gattbridge)
 #
 # DEB_ARCH=arm64 on an amd64 machine packages the cross-built binary (`make deb ARCH=arm64`): debian/rules then runs
-# in the cross toolchain's sid root (scripts/arm64/), whose debhelper and aarch64 binutils are used, and
+# in the cross toolchain's sid root (scripts/arm64/), as the invoking user (scripts/arm64/chroot.sh), whose
+# debhelper and aarch64 binutils are used, and
 # dpkg-shlibdeps computes Depends: from the arm64 sysroot's own dpkg database (bookworm's symbols files), as it would
 # on an arm64 machine. Nothing is installed on the host for that.
 #
@@ -91,7 +92,6 @@ if ! run_rules > "$REPO/.build-deb/build.log" 2>&1; then
 fi
 deb="$DIST/gattbridge_${VERSION}_${ARCH}.deb"
 [ -f "$deb" ] || { log "debian/rules did not produce $deb"; exit 1; }
-[ -z "$CROSS" ] || chown "$(stat -c %u:%g "$REPO")" "$deb" 2>/dev/null || true
 log "built $deb"
 dpkg-deb --field "$deb" Version Depends Recommends >&2
 echo "$deb"

@@ -3,8 +3,9 @@
 #
 #   1. lintian: no errors (the warnings it may print are listed below, with why they stay).
 #   2. An install on a fresh Debian 12: a `debootstrap --variant=minbase bookworm` root of the test's own
-#      (.build-deb/root; the clean root is cached as .build-deb/bookworm-minbase-<arch>.tar and the downloaded .debs
-#      in .build-deb/apt-archives, so a rerun needs the network only to revalidate the package lists), in which
+#      (DEB_TEST_CACHE/root; the clean root is cached as DEB_TEST_CACHE/bookworm-minbase-<arch>.tar and the
+#      downloaded .debs in DEB_TEST_CACHE/apt-archives, so a rerun needs the network only to revalidate the package
+#      lists), in which
 #      `apt-get install --no-install-recommends ./the.deb` must pull every dependency from the archive. Then:
 #      `gattbridge --version` is the package's version, nothing in `ldd` is missing, `config check` of the shipped
 #      config passes, `systemd-analyze verify` of the installed unit prints nothing, the user exists (in group
@@ -12,7 +13,13 @@
 #      reinstall (the upgrade path of the maintainer scripts) keeps an edited config and a written password;
 #      `apt-get remove` keeps /etc/gattbridge, `apt-get purge` removes it.
 #
-# It needs root (debootstrap, chroot, mounts): run as a user, it runs itself again through sudo.
+# It needs root (debootstrap, chroot, mounts): run as a user, it runs itself again through sudo. Root works only in
+# DEB_TEST_CACHE (default /var/cache/gattbridge-deb-test), which it and every directory above must be root's own
+# (scripts/arm64/lib.sh: require_root_owned): the root chrooted into and every log root writes are there, never in the
+# checkout, where a link planted by a user could send a write elsewhere. Of the checkout root only reads the .deb;
+# lintian runs as the invoking user. The mounts are made in a mount namespace of the test's own (unshare -m), so they
+# vanish with it whatever happens. The install runs the package's maintainer scripts as root in the chroot: the test
+# is for packages you built.
 #
 # Environment: DEB_TEST_MIRROR overrides the Debian mirror, which is otherwise the first bookworm source in this
 # machine's /etc/apt/sources.list*.
@@ -31,15 +38,24 @@
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-WORK="$REPO/.build-deb"
-ROOT="$WORK/root"
-ARCHIVES="$WORK/apt-archives"
 
-[ "$(id -u)" -eq 0 ] || exec sudo "$BASH" "$0" "$@"
+[ "$(id -u)" -eq 0 ] || exec sudo --preserve-env=DEB_TEST_MIRROR,DEB_TEST_CACHE "$BASH" "$0" "$@"
+# A mount namespace of its own: the mounts under the root cannot outlive the test or leak into the host's.
+[ "${1:-}" = --in-namespace ] && shift || exec unshare --mount --propagation private "$BASH" "$0" --in-namespace "$@"
 
+# shellcheck source=../arm64/lib.sh
+. "$REPO/scripts/arm64/lib.sh"
 log() { printf 'test-deb: %s\n' "$*" >&2; }
 fail() { log "FAILED: $*"; exit 1; }
 started=$(date +%s)
+
+WORK="${DEB_TEST_CACHE:-/var/cache/gattbridge-deb-test}"
+require_root_owned "$(dirname "$WORK")" || fail "DEB_TEST_CACHE must be in a directory only root can write"
+[ -d "$WORK" ] || mkdir -m 0755 "$WORK"
+require_root_owned "$WORK" || fail "DEB_TEST_CACHE $WORK is not root's own"
+ROOT="$WORK/root"
+ARCHIVES="$WORK/apt-archives"
+umask 022
 
 VERSION="$(bash "$REPO/scripts/deb/version.sh")"
 ARCH="$(dpkg --print-architecture)"
@@ -58,7 +74,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # --- 1. lintian -------------------------------------------------------------------------------------------------
-bash "$REPO/scripts/deb/lintian.sh" "$DEB" || fail "lintian"
+# As the invoking user: lintian unpacks and reads the package, which needs no root.
+as_user=(); [ "$INVOKER_UID" = 0 ] || as_user=(setpriv --reuid="$INVOKER_UID" --regid="$INVOKER_GID" --init-groups)
+"${as_user[@]}" bash "$REPO/scripts/deb/lintian.sh" "$DEB" || fail "lintian"
 t_lintian=$(($(date +%s) - started))
 
 # --- 2. a fresh Debian 12 root ------------------------------------------------------------------------------------
@@ -110,7 +128,7 @@ if [ ! -f "$CACHE" ]; then
     debootstrap --variant=minbase --arch="$ARCH" bookworm "$WORK/bootstrap" "$MIRROR" >"$WORK/debootstrap.log" 2>&1 \
         || { tail -20 "$WORK/debootstrap.log" >&2; fail "debootstrap (log: $WORK/debootstrap.log)"; }
     # The package lists too, so a rerun's `apt-get update` only revalidates them.
-    cp /etc/resolv.conf "$WORK/bootstrap/etc/resolv.conf"
+    replace_file "$WORK/bootstrap/etc/resolv.conf" < /etc/resolv.conf || fail "resolv.conf"
     chroot "$WORK/bootstrap" apt-get update -qq
     chroot "$WORK/bootstrap" apt-get clean
     tar -C "$WORK/bootstrap" -cf "$CACHE.tmp" .
@@ -122,7 +140,7 @@ log "fresh root from $CACHE"
 remove_root
 mkdir -p "$ROOT" "$ARCHIVES/partial"
 tar -C "$ROOT" -xf "$CACHE"
-cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+replace_file "$ROOT/etc/resolv.conf" < /etc/resolv.conf || fail "resolv.conf"
 mount -t proc proc "$ROOT/proc"
 mount --bind /sys "$ROOT/sys"
 mount -o remount,bind,ro "$ROOT/sys"
@@ -130,9 +148,9 @@ mount -t devpts -o newinstance,ptmxmode=0666 devpts "$ROOT/dev/pts"
 # The .debs the install downloads, kept between runs.
 mount --bind "$ARCHIVES" "$ROOT/var/cache/apt/archives"
 # No service may start in the root (invoke-rc.d and deb-systemd-invoke ask policy-rc.d).
-printf '#!/bin/sh\nexit 101\n' > "$ROOT/usr/sbin/policy-rc.d"
+printf '#!/bin/sh\nexit 101\n' | replace_file "$ROOT/usr/sbin/policy-rc.d"
 chmod 0755 "$ROOT/usr/sbin/policy-rc.d"
-cp "$DEB" "$ROOT/tmp/"
+replace_file "$ROOT/tmp/$(basename "$DEB")" < "$DEB"
 
 in_root() {
     chroot "$ROOT" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 "$@"

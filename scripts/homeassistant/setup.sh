@@ -12,6 +12,9 @@ REQUIREMENTS="$REPO/scripts/homeassistant/requirements.txt"
 log() { printf 'setup-homeassistant: %s\n' "$*" >&2; }
 
 . "$REPO/scripts/venv.sh"
+# One at a time: `make test` starts this in the background early, and its tier runs it again, waiting here.
+exec 9> "$VENV.lock"
+flock 9
 if [ -x "$VENV/bin/hass" ] && venv_current "$VENV" "$REQUIREMENTS"; then
     log "ok ($VENV up to date)"
     exit 0

@@ -12,6 +12,9 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CACHE="${1:?usage: prepare-guest.sh CACHE_DIR}"
 mkdir -p "$CACHE"
+# One at a time: `make test` starts this in the background early, and run.sh's own call waits here.
+exec 9> "$CACHE/.prepare.lock"
+flock 9
 
 log() { printf 'realbluez: %s\n' "$*" >&2; }
 
