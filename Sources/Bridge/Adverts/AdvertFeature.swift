@@ -4,8 +4,9 @@ import Logging
 
 /// The passive half of the bridge as a feature (docs/adverts.md): feeds `AdvertTracker` from the core's events and
 /// performs what it returns: readings, events, availability and RSSI of broadcasters, their Home Assistant
-/// entities, `B/bridge/log` errors for broadcasts that cannot be decrypted, and auto devices added to the running
-/// config. Clears the retained topics it published for a device that leaves the config.
+/// entities, `B/bridge/log` errors for broadcasts that cannot be decrypted or whose counter went back, and auto devices
+/// added to the running config. Clears the retained topics it published for a device that leaves the config. Keeps
+/// the replay ledger in `state_dir` (`ReplayLedgerFile`): loaded at start, saved when a mark moves.
 public struct AdvertFeature: BridgeFeature {
     let version: String
     let logger: Logger
@@ -42,12 +43,33 @@ public struct AdvertFeature: BridgeFeature {
         var delayed: [String: [String]] = [:]
         /// Topics newly held back: their timers are armed after the input (`rearm`).
         var newlyDelayed: [String] = []
+        /// Where the replay ledger is saved; nil until the first config (which loads it).
+        var stateDir: String?
+        /// A failed save is logged once, until one succeeds again.
+        var saveFailing = false
+
+        func saveLedger() {
+            guard let stateDir else { return }
+            do throws(DropInStore.Failure) {
+                try ReplayLedgerFile.save(tracker.ledger, stateDir: stateDir)
+                saveFailing = false
+            } catch {
+                if !saveFailing {
+                    logger.error("encryption counters not saved (a restart would forget them): \(error)")
+                    context.publish(topics.bridgeLog, Self.report(level: "error", device: nil,
+                        message: "encryption counters not saved (a restart would forget them): \(error)"), qos: 1)
+                }
+                saveFailing = true
+            }
+        }
 
         func perform(_ actions: [AdvertAction]) async {
             /// Auto devices the core refused: nothing is published under their name (it may be another device's).
             var refused: Set<String> = []
             /// The event entities whose configs this batch published.
             var announced: Set<String> = []
+            var countersChanged = false
+            defer { if countersChanged { saveLedger() } }
             for action in actions where !refused.contains(action.device.name) {
                 switch action {
                 case .measurement(let device, let name, let payload):
@@ -71,6 +93,14 @@ public struct AdvertFeature: BridgeFeature {
                 case .error(let device, let reason):
                     logger.warning("broadcasts cannot be read: \(reason)", metadata: ["device": "\(device.name)"])
                     context.publish(topics.bridgeLog, Self.errorReport(device: device.name, reason: reason), qos: 1)
+                case .counterWentBack(let device, let counter, let mark):
+                    let message = "encryption counter \(counter) is below \(mark), the highest accepted: not believed "
+                        + "(a replay, or a device that counts from zero again: re-arm it with device/rearm)"
+                    logger.warning("\(message)", metadata: ["device": "\(device.name)"])
+                    context.publish(topics.bridgeLog, Self.report(level: "warning", device: device.name,
+                                                                  message: "\(device.name): \(message)"), qos: 1)
+                case .countersChanged:
+                    countersChanged = true
                 case .addAutoDevice(let device):
                     if await !add(device) { refused.insert(device.name) }
                 case .discovery(let device, let entity):
@@ -116,6 +146,15 @@ public struct AdvertFeature: BridgeFeature {
             switch input {
             case .event(.configApplied(let old, let config)):
                 topics = BridgeTopics(base: config.mqtt.baseTopic)
+                if stateDir == nil {
+                    switch ReplayLedgerFile.load(stateDir: config.stateDir) {
+                    case .success(let ledger):
+                        tracker.restore(ledger)
+                    case .failure(let error):
+                        logger.error("saved encryption counters not read from \(ReplayLedgerFile.path(stateDir: config.stateDir)): \(error)")
+                    }
+                }
+                stateDir = config.stateDir
                 let previous = discovery
                 let next = HomeAssistantDiscovery(config: config, version: version)
                 discovery = next.isEnabled ? next : nil
@@ -167,6 +206,10 @@ public struct AdvertFeature: BridgeFeature {
                     logger.info("clearing stale Home Assistant config \(topic)")
                     context.publish(topic, "", qos: 1, retain: true)
                 }
+            case .event(.rearm(let device)):
+                guard let actions = tracker.rearm(device.name) else { break }
+                logger.notice("encryption counters of \(device.name) re-armed: its next counter is believed")
+                await perform(actions)
             case .event(.deviceRemoved(let device, _)):
                 for topic in (retained.removeValue(forKey: device.name) ?? []).sorted() {
                     context.publish(topic, "", qos: 1, retain: true)
@@ -201,10 +244,12 @@ public struct AdvertFeature: BridgeFeature {
 
     /// `{"level":"error","message":…,"device":…}` on `B/bridge/log`, as the bridge's other errors.
     static func errorReport(device: String, reason: String) -> String {
-        JSONValue.object([
-            ("level", .string("error")),
-            ("message", .string("\(device): broadcasts cannot be read: \(reason)")),
-            ("device", .string(device)),
-        ]).serialized
+        report(level: "error", device: device, message: "\(device): broadcasts cannot be read: \(reason)")
+    }
+
+    static func report(level: String, device: String?, message: String) -> String {
+        var members: [(String, JSONValue)] = [("level", .string(level)), ("message", .string(message))]
+        if let device { members.append(("device", .string(device))) }
+        return JSONValue.object(members).serialized
     }
 }

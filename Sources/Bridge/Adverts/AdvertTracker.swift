@@ -10,8 +10,11 @@ import Config
 ///   else is dropped without a trace: the state is one `Advertiser` per configured device plus at most `auto_limit`,
 ///   however many addresses are heard (no per-address memory for strangers, not even for rate limits).
 /// - A broadcast publishes nothing unless it decodes: a malformed one, or one that cannot be decrypted, never yields
-///   a value. A missing or wrong bindkey is reported (`error`) at once, then at most once an hour per device; a
-///   replayed encryption counter is an attack or an echo, and dropped silently.
+///   a value. A missing or wrong bindkey is reported (`error`) at once, then at most once an hour per device, and so
+///   is a plaintext frame from a keyed Xiaomi device (unless `allow_plaintext`): anyone can send one.
+/// - An encrypted broadcast is believed only when its counter is above every counter accepted under the device's
+///   key (`ReplayLedger`, saved by the feature and restored at start); a counter that went back is not believed and
+///   is reported (`counterWentBack`) at once, then at most once an hour per device, until `rearm`.
 /// - One broadcast is published once: the same bytes again within `repeatWindow` (a second adapter, or the device
 ///   repeating its advertisement) are ignored, and so is a packet id or frame counter seen in the last minute
 ///   (`AdvertDeduplicator`), and, for a broadcast without either, the bytes last decoded (BlueZ repeats them).
@@ -34,6 +37,8 @@ public struct AdvertTracker: Sendable {
     private var advertisers: [BluetoothAddress: Advertiser] = [:]
     /// Configured devices without `advert:`: never taken for unsaved broadcasters.
     private var connectedOnly: Set<BluetoothAddress> = []
+    /// The encryption counters' marks, per address and key.
+    public private(set) var ledger = ReplayLedger()
     /// The deduplicator counts seconds; this is their zero.
     private var origin: ContinuousClock.Instant?
 
@@ -49,6 +54,25 @@ public struct AdvertTracker: Sendable {
     }
 
     // MARK: Inputs
+
+    /// At start, the marks saved before (before the first `configure`, which keeps those of configured keys).
+    public mutating func restore(_ ledger: ReplayLedger) {
+        self.ledger = ledger
+    }
+
+    /// The device named `name` counts from zero again (docs/adverts.md, "Re-arming"): its marks are forgotten, so its
+    /// next encrypted broadcast is believed whatever its counter. False for a name that is no passive device.
+    public mutating func rearm(_ name: String) -> [AdvertAction]? {
+        guard let address = advertisers.first(where: { $0.value.device.name == name })?.key,
+              var advertiser = advertisers[address] else { return nil }
+        ledger.rearm(address: address.description)
+        advertiser.lastBroadcast = nil
+        advertiser.lastDecoded = nil
+        advertiser.lastWentBack = nil
+        advertiser.deduplicator = AdvertDeduplicator()
+        advertisers[address] = advertiser
+        return [.countersChanged(advertiser.device)]
+    }
 
     /// At start and after every config change. Unchanged devices keep their state, removed ones are forgotten, an
     /// auto device the core has not added yet is kept (its add is under way).
@@ -73,7 +97,11 @@ public struct AdvertTracker: Sendable {
             && !known.refused && settings.enabled && known.formats.isSubset(of: Set(settings.auto)) {
             next[address] = known
         }
+        let keyed = Set(next.values.compactMap(\.counterEntry))
+        let marks = ledger.marks.count
+        ledger.keep(keyed)
         var out: [AdvertAction] = []
+        if ledger.marks.count != marks, let device = next.values.first?.device { out.append(.countersChanged(device)) }
         if fleetChanged {
             for address in next.keys.sorted() {
                 let wasSpeaking = next[address]!.speaking
@@ -171,6 +199,30 @@ public struct AdvertTracker: Sendable {
             }
             return out
         }
+        if result.encryptionCounter == nil, advertiser.device.bindkey != nil, !advertiser.device.allowPlaintext {
+            // A plaintext MiBeacon frame with a keyed device's address: anyone can send one (BTHome's decoder refuses
+            // it already).
+            advertiser.lastBroadcast = (broadcast, now, false)
+            if advertiser.speaking, advertiser.admitError(now: now, period: Self.errorPeriod) {
+                out.append(.error(advertiser.device, reason: AdvertError.unencryptedWithBindkey.description))
+            }
+            return out
+        }
+        var counterMoved = false, counterRepeated = false
+        if let counter = result.encryptionCounter, let entry = advertiser.counterEntry {
+            switch ledger.admit(counter, under: entry) {
+            case .fresh:
+                counterMoved = true
+            case .repeated:
+                counterRepeated = true
+            case .wentBack(let mark):
+                advertiser.lastBroadcast = (broadcast, now, false)
+                if advertiser.speaking, advertiser.admitWentBack(now: now, period: Self.errorPeriod) {
+                    out.append(.counterWentBack(advertiser.device, counter: counter, mark: mark))
+                }
+                return out
+            }
+        }
         advertiser.lastBroadcast = (broadcast, now, true)
         // BlueZ reports a device's cached data again with every RSSI change: without a packet id or counter, the
         // bytes last decoded are the same broadcast however late they come (a button press is not pressed again).
@@ -187,7 +239,8 @@ public struct AdvertTracker: Sendable {
             announce(.presence, on: &advertiser, &out)
             set(AdvertPayloads.presence, "home", on: &advertiser, &out)
         }
-        guard !sameAsLast || result.packetID != nil || result.encryptionCounter != nil,
+        if counterMoved { out.append(.countersChanged(advertiser.device)) }
+        guard !counterRepeated, !sameAsLast || result.packetID != nil || result.encryptionCounter != nil,
               advertiser.deduplicator.admit(result, now: seconds(now)) == .fresh else { return out }
         publish(result, on: &advertiser, &out)
         return out
