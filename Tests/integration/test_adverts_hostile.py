@@ -5,12 +5,15 @@ would, and the daemon's MQTT output shows what it believed.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from typing import Optional
 
 from bench.broadcasts import BTHOME_UUID, bthome_encrypt
 
-from adverts_helpers import BINDKEY, error_about, passive, start_adverts_bridge, write_bindkey
+from adverts_helpers import (BINDKEY, PREFIX, TIMEOUT, error_about, passive, start_adverts_bridge, wait_value,
+                             write_bindkey)
+from bridge_helpers import BASE, retained_messages
 
 BUTTON = "A4:C1:38:0B:71:01"
 KEY = bytes.fromhex(BINDKEY)
@@ -94,4 +97,83 @@ def test_replayed_presses_are_never_believed_across_restarts_until_rearmed(bench
     assert BINDKEY not in (state / "replay-counters").read_text().lower()
     assert not [m.topic for m in mqtt.messages if BINDKEY.encode() in m.payload.lower()]
     assert BINDKEY not in (bridge.process.stdout + bridge.process.stderr).lower()
+    bridge.assert_running()
+
+
+AUTO = "A4:C1:38:0B:71:02"
+
+
+def test_an_auto_device_can_be_removed_and_leaves_with_its_topics_when_silent(bench, run_gattbridge, gattbridge_bin,
+                                                                                mosquitto, mqtt, tmp_path, wait_until):
+    """Auto devices kept their slots and their retained topics for good (issue 40: 100 ghost devices in Home
+    Assistant after a flood), and `device/remove` refused them. Now `device/remove` takes one out, and one silent
+    for `adverts.timeout` leaves by itself: out of `B/bridge/devices`, its readings, availability, RSSI and Home
+    Assistant configs cleared."""
+    sensor = bench.broadcaster("bthome", AUTO)
+    bridge = start_adverts_bridge(run_gattbridge, gattbridge_bin, tmp_path, mosquitto, [], homeassistant=True,
+                                  state_dir=tmp_path / "state")
+    name = "bthome-" + AUTO.replace(":", "").lower()
+    node = "gattbridge_" + AUTO.replace(":", "") + "_advert"
+
+    def listed(present: bool):
+        return lambda m: any(d.get("name") == name for d in m.json()) == present
+
+    def leftovers() -> list[str]:
+        ours = retained_messages(mosquitto, f"{BASE}/#", f"{BASE}/test-sentinel")
+        configs = retained_messages(mosquitto, f"{PREFIX}/#", f"{PREFIX}/test-sentinel")
+        return [t for t, p in ours.items() if t.startswith(f"{BASE}/{name}/") and p] \
+            + [t for t, p in configs.items() if f"/{node}/" in t and p]
+
+    devices = bridge.topic("bridge", "devices")
+    mqtt.wait_for(devices, listed(True), 20)
+    wait_value(mqtt, bridge, name, "temperature", sensor)
+    wait_until(lambda: len(leftovers()) >= 4, 10)      # readings, availability, RSSI and their configs
+
+    mark = mqtt.mark()
+    mqtt.publish(bridge.topic("bridge", "request", "device/remove"), json.dumps({"name": name, "transaction": 1}))
+    answer = mqtt.wait_for(bridge.topic("bridge", "response", "device/remove"), None, 10, since=mark)
+    assert answer.json()["status"] == "ok", answer.text
+    mqtt.wait_for(devices, listed(False), 10, since=mark)
+    # Still broadcasting, and `bthome` still in adverts.auto: it comes back.
+    mqtt.wait_for(devices, listed(True), 20, since=mark)
+    wait_value(mqtt, bridge, name, "temperature", sensor, since=mark)
+
+    mark = mqtt.mark()
+    sensor.stop()
+    mqtt.wait_for(devices, listed(False), TIMEOUT + 20, since=mark)
+    wait_until(lambda: leftovers() == [], 10)
+    bridge.assert_running()
+
+
+PLAIN = "A4:C1:38:0B:71:03"
+
+
+def test_numbered_repeats_stop_at_four_and_text_readings_lose_their_controls(bench, run_gattbridge, gattbridge_bin,
+                                                                          mosquitto, mqtt, tmp_path):
+    """One forged advertisement made hundreds of entities (`temperature_1` … `temperature_464`) and text readings
+    reached MQTT with ESC, NUL and newlines in them (issue 40). Now four of one object are kept and the rest reported
+    once; a text reading is published with its controls escaped."""
+    sensor = bench.broadcaster("bthome", PLAIN, event_hold=3)
+    sensor.send({"cmd": "pause", "on": True})
+    bridge = start_adverts_bridge(run_gattbridge, gattbridge_bin, tmp_path, mosquitto,
+                                  [passive("porch", PLAIN, "bthome")], homeassistant=True)
+    bridge.wait_online(mqtt, "porch")
+
+    mark = mqtt.mark()
+    repeats = bytes([0x40]) + b"".join(bytes([0x02, i, 0x09]) for i in range(9))
+    sensor.send({"cmd": "raw", "service_data": {BTHOME_UUID: repeats.hex()}})
+    report = mqtt.wait_for(bridge.log, error_about("porch", PLAIN), 20, since=mark)
+    assert "dropped" in report.json()["message"], report.text
+    mqtt.wait_for(bridge.topic("porch", "temperature_4"), None, 10, since=mark)
+    published = {m.topic.rsplit("/", 1)[1] for m in mqtt.received(bridge.topic("porch", "+"), mark)
+                 if m.topic.rsplit("/", 1)[1].startswith("temperature_")}
+    assert published == {f"temperature_{i}" for i in range(1, 5)}, published
+
+    mark = mqtt.mark()
+    text = b"a\x1b[2J\x00\nz"
+    sensor.send({"cmd": "raw", "service_data": {BTHOME_UUID: (bytes([0x40, 0x53, len(text)]) + text).hex()}})
+    reading = mqtt.wait_for(bridge.topic("porch", "text"), None, 20, since=mark)
+    assert reading.payload == b"a\\x1b[2J\\x00\\nz", reading.payload
+    reports = [m for m in mqtt.received(bridge.log) if error_about("porch", PLAIN)(m)]
+    assert len(reports) == 1, [m.text for m in reports]
     bridge.assert_running()

@@ -21,6 +21,16 @@ public enum AdvertAction: Sendable, Equatable {
     case counterWentBack(DeviceConfig, counter: UInt32, mark: UInt32)
     /// A device's counter mark moved (or was forgotten): the ledger is due to be saved.
     case countersChanged(DeviceConfig)
+    /// A device broadcast more readings than a device may have (`AdvertTracker.maxEntitiesPerDevice`, numbered
+    /// repeats beyond `maxRepeats`, or the auto devices' total): the rest are dropped. Once per device, for
+    /// `B/bridge/log`.
+    case readingsDropped(DeviceConfig, reason: String)
+    /// Every auto slot is taken (`auto_limit`): a new broadcaster was ignored. At once, then at most hourly; the
+    /// device is the one ignored.
+    case autoTableFull(DeviceConfig, limit: Int)
+    /// An auto device silent for `adverts.timeout`: its slot is given back, and it leaves the running config (its
+    /// retained readings and Home Assistant configs are cleared as for any device that leaves).
+    case removeAutoDevice(DeviceConfig)
     /// An unsaved broadcaster in an `adverts.auto` format: add it to the running config (not saved).
     case addAutoDevice(DeviceConfig)
     /// Announce (or announce again) one entity of the device to Home Assistant.
@@ -33,7 +43,8 @@ extension AdvertAction {
         switch self {
         case .measurement(let device, _, _), .event(let device, _, _), .availability(let device, _),
              .rssi(let device, _), .error(let device, _), .addAutoDevice(let device), .discovery(let device, _),
-             .counterWentBack(let device, _, _), .countersChanged(let device):
+             .counterWentBack(let device, _, _), .countersChanged(let device), .readingsDropped(let device, _),
+             .autoTableFull(let device, _), .removeAutoDevice(let device):
             device
         }
     }

@@ -24,7 +24,14 @@ public struct AdvertFeature: BridgeFeature {
         case homeAssistantBirth
         /// The events held back on this topic (`delayed`) are due.
         case delayedEvents(String)
+        /// The start-up sweep with this number is over: its subscriptions go.
+        case sweepEnd(Int)
     }
+
+    /// How long the retained broadcaster configs are read after a connect: the broker sends them right after the
+    /// SUBSCRIBE, so a few seconds is plenty, and subscribing for longer would bring every config this bridge
+    /// publishes back into its own inbox (issue 40: with a flood of entities, most of the inbound load).
+    static let sweepWindow: Duration = .seconds(5)
 
     public func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         var tracker = AdvertTracker()
@@ -43,6 +50,12 @@ public struct AdvertFeature: BridgeFeature {
         var delayed: [String: [String]] = [:]
         /// Topics newly held back: their timers are armed after the input (`rearm`).
         var newlyDelayed: [String] = []
+        /// The start-up sweep's filters while it runs, and its number.
+        var sweepFilters: [String] = []
+        var sweepNumber = 0
+        var sweepTimers: [(at: ContinuousClock.Instant, timer: Timer)] = []
+        /// Whether a sweep ran since the broker connected: a reload that turns discovery on runs one.
+        var connected = false
         /// Where the replay ledger is saved; nil until the first config (which loads it).
         var stateDir: String?
         /// A failed save is logged once, until one succeeds again.
@@ -101,6 +114,21 @@ public struct AdvertFeature: BridgeFeature {
                                                                   message: "\(device.name): \(message)"), qos: 1)
                 case .countersChanged:
                     countersChanged = true
+                case .readingsDropped(let device, let reason):
+                    let message = "\(device.name): readings dropped (\(reason)); counted, not reported again"
+                    logger.warning("\(message)", metadata: ["device": "\(device.name)"])
+                    context.publish(topics.bridgeLog, Self.report(level: "warning", device: device.name,
+                                                                  message: message), qos: 1)
+                case .autoTableFull(let device, let limit):
+                    let message = "adverts.auto_limit (\(limit)) reached: new broadcasters such as \(device.name) are "
+                        + "ignored until an auto device leaves (silent for adverts.timeout, or device/remove)"
+                    logger.warning("\(message)")
+                    context.publish(topics.bridgeLog, Self.report(level: "warning", device: nil, message: message),
+                                    qos: 1)
+                case .removeAutoDevice(let device):
+                    if case .success? = await context.updateDevices(.remove(name: device.name)) {
+                        logger.notice("broadcaster \(device.name) silent: no longer tracked")
+                    }
                 case .addAutoDevice(let device):
                     if await !add(device) { refused.insert(device.name) }
                 case .discovery(let device, let entity):
@@ -129,10 +157,23 @@ public struct AdvertFeature: BridgeFeature {
             return true
         }
 
+        /// Subscribes to the retained broadcaster configs for `sweepWindow`: leftovers of an earlier run are cleared
+        /// as they arrive (`AdvertLeftoverSweep`).
+        func startSweep() {
+            for filter in sweepFilters { context.unsubscribe(filter) }
+            sweepFilters = discovery?.advertConfigFilters ?? []
+            guard !sweepFilters.isEmpty else { return }
+            for filter in sweepFilters { context.subscribe(filter) }
+            sweepNumber += 1
+            sweepTimers.append((ContinuousClock.now + Self.sweepWindow, .sweepEnd(sweepNumber)))
+        }
+
         func rearm() -> [(at: ContinuousClock.Instant, timer: Timer)] {
             var timers = newlyDelayed.map { (at: ContinuousClock.now + HomeAssistantFeature.stateRepublishDelay,
                                              timer: Timer.delayedEvents($0)) }
             newlyDelayed = []
+            timers += sweepTimers
+            sweepTimers = []
             // Between configs the earliest deadline only moves later (a broadcast heard now expires after every
             // deadline armed before it), so the tracker, which walks every device for it, is asked only when nothing
             // is armed: asking after every input made each broadcast cost a walk of them all.
@@ -170,6 +211,7 @@ public struct AdvertFeature: BridgeFeature {
                 if oldFilters != newFilters {
                     for filter in oldFilters { context.unsubscribe(filter) }
                     for filter in newFilters { context.subscribe(filter) }
+                    if connected { startSweep() }
                 }
                 // A device that left without `deviceRemoved` (another bridge owned it) left its topics to its owner.
                 let names = Set(config.devices.map(\.name))
@@ -187,6 +229,13 @@ public struct AdvertFeature: BridgeFeature {
                 await perform(tracker.ownership(device.name, owned: owned))
             case .event(.held(let device, let held)):
                 await perform(tracker.held(device.name, held))
+            case .event(.brokerConnected) where !connected:
+                connected = true
+                startSweep()
+                await perform(tracker.republish(discovery: true, states: connectedBefore))
+                connectedBefore = true
+            case .event(.brokerDisconnected):
+                connected = false
             case .event(.brokerConnected):
                 // As `DeviceTopicFeature`: the first connect delivers what QoS 1 buffered; a reconnect may follow a
                 // broker that lost its retained messages. Unlike a connection, a broadcast heard is a fact whichever
@@ -206,6 +255,11 @@ public struct AdvertFeature: BridgeFeature {
                     logger.info("clearing stale Home Assistant config \(topic)")
                     context.publish(topic, "", qos: 1, retain: true)
                 }
+                if case .stale = leftover {
+                    for topic in discovery.advertStateTopics(message) where leftovers.clearOnce(topic) {
+                        context.publish(topic, "", qos: 1, retain: true)
+                    }
+                }
             case .event(.rearm(let device)):
                 guard let actions = tracker.rearm(device.name) else { break }
                 logger.notice("encryption counters of \(device.name) re-armed: its next counter is believed")
@@ -214,6 +268,11 @@ public struct AdvertFeature: BridgeFeature {
                 for topic in (retained.removeValue(forKey: device.name) ?? []).sorted() {
                     context.publish(topic, "", qos: 1, retain: true)
                 }
+            case .timer(.sweepEnd(let number)) where number == sweepNumber:
+                for filter in sweepFilters { context.unsubscribe(filter) }
+                sweepFilters = []
+            case .timer(.sweepEnd):
+                break
             case .timer(.homeAssistantBirth):
                 pendingBirth = false
                 await perform(tracker.announce())
@@ -231,10 +290,10 @@ public struct AdvertFeature: BridgeFeature {
         }
     }
 
-    /// Home Assistant's birth topic and the filters its retained broadcaster configs are found on.
+    /// Home Assistant's birth topic, subscribed while discovery is on (the configs only for a sweep, `startSweep`).
     static func filters(_ discovery: HomeAssistantDiscovery?) -> [String] {
         guard let discovery else { return [] }
-        return [discovery.statusTopic] + discovery.advertConfigFilters
+        return [discovery.statusTopic]
     }
 
     /// `B/D/<name>`: a reading's or an event's topic.

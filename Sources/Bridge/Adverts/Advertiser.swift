@@ -28,6 +28,8 @@ struct Advertiser: Sendable {
     /// The last broadcast that decoded, and when: availability counts from it.
     var lastDecoded: Broadcast?
     var lastHeard: ContinuousClock.Instant?
+    /// The last broadcast of any kind (decoded or not): an auto device silent this long leaves.
+    var lastSeen: ContinuousClock.Instant?
     /// nil until the first decoded broadcast.
     var online: Bool?
     /// The last payload of each reading (by topic level), as published or to publish when the device is owned.
@@ -37,6 +39,8 @@ struct Advertiser: Sendable {
     /// The RSSI last published and when.
     var rssi: (value: Int, at: ContinuousClock.Instant)?
     var lastError: ContinuousClock.Instant?
+    /// Readings and events dropped by the bounds (`AdvertTracker.maxEntitiesPerDevice`, `maxRepeats`); reported once.
+    var dropped = 0
 
     init(device: DeviceConfig, auto: Bool, confirmed: Bool, owned: Bool) {
         self.device = device

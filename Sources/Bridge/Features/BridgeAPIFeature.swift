@@ -269,7 +269,8 @@ struct BridgeAPIFeature: BridgeFeature {
             return BridgeResponse.error(DeviceChangeError.unknownDevice(name).description, transaction: transaction)
         }
         do throws(DropInStore.Failure) {
-            try DropInStore.delete(device.source.file)
+            // An auto device (docs/adverts.md) was never saved: nothing to delete.
+            if device.source.kind != .advert { try DropInStore.delete(device.source.file) }
         } catch {
             logger.error("device \(device.name) not removed: its drop-in stays: \(error)")
             return BridgeResponse.error("device \(device.name) not removed: \(error)", transaction: transaction)
