@@ -177,3 +177,33 @@ def test_numbered_repeats_stop_at_four_and_text_readings_lose_their_controls(ben
     reports = [m for m in mqtt.received(bridge.log) if error_about("porch", PLAIN)(m)]
     assert len(reports) == 1, [m.text for m in reports]
     bridge.assert_running()
+
+
+CROWD = ("A4:C1:38:0B:71:11", "A4:C1:38:0B:71:12", "A4:C1:38:0B:71:13")
+
+
+def test_a_full_auto_table_is_reported_and_a_slot_comes_back(bench, run_gattbridge, gattbridge_bin, mosquitto, mqtt,
+                                                             tmp_path):
+    """Every auto slot taken, a real new sensor was ignored without a log line, for good (issue 40). Now the full
+    table is reported, naming the limit, and a slot given back by a silent device takes the sensor that waited."""
+    sensors = [bench.broadcaster("bthome", address) for address in CROWD]
+    bridge = start_adverts_bridge(run_gattbridge, gattbridge_bin, tmp_path, mosquitto, [], auto_limit=2,
+                                  state_dir=tmp_path / "state")
+    names = ["bthome-" + a.replace(":", "").lower() for a in CROWD]
+    devices = bridge.topic("bridge", "devices")
+
+    def tracked(message) -> set[str]:
+        return {d["name"] for d in message.json() if d.get("source") == "advert"}
+
+    full = mqtt.wait_for(bridge.log, lambda m: "auto_limit (2)" in m.json().get("message", ""), 30)
+    assert full.json()["level"] == "warning"
+    first = mqtt.wait_for(devices, lambda m: len(tracked(m)) == 2, 20)
+    silent = next(i for i, n in enumerate(names) if n in tracked(first))
+    waiting = next(n for n in names if n not in tracked(first))
+    mark = mqtt.mark()
+    sensors[silent].stop()
+    mqtt.wait_for(devices, lambda m: names[silent] not in tracked(m) and waiting in tracked(m), TIMEOUT + 30,
+                  since=mark)
+    reports = [m for m in mqtt.received(bridge.log) if "auto_limit" in m.json().get("message", "")]
+    assert len(reports) == 1, [m.text for m in reports]   # once, then at most hourly
+    bridge.assert_running()
