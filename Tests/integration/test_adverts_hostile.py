@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
+from pathlib import Path
 from typing import Optional
 
 from bench.broadcasts import BTHOME_UUID, bthome_encrypt
@@ -207,3 +209,70 @@ def test_a_full_auto_table_is_reported_and_a_slot_comes_back(bench, run_gattbrid
     reports = [m for m in mqtt.received(bridge.log) if "auto_limit" in m.json().get("message", "")]
     assert len(reports) == 1, [m.text for m in reports]   # once, then at most hourly
     bridge.assert_running()
+
+
+FORGED = tuple(f"A4:C1:38:0B:72:{i:02X}" for i in range(1, 7))
+
+
+def test_forged_broadcasters_stay_within_the_bounds(bench, run_gattbridge, gattbridge_bin, mosquitto, mqtt,
+                                                    tmp_path, wait_until):
+    """The audit's flood in small: forged addresses in an `auto` format, each packet full of numbered repeats of a
+    new kind of object. Every device stays within 32 readings (4 of one kind), their Home Assistant configs within
+    their bound, the daemon's peak RSS under 64 MB, and the bridge API answers meanwhile."""
+    radios = [bench.broadcaster("bthome", address, event_hold=1) for address in FORGED]
+    for radio in radios:
+        radio.send({"cmd": "pause", "on": True})
+    bridge = start_adverts_bridge(run_gattbridge, gattbridge_bin, tmp_path, mosquitto, [], homeassistant=True,
+                                  state_dir=tmp_path / "state", auto_limit=100)
+    mqtt.wait_for(bridge.topic("bridge", "devices"), None, 20)     # up, and its bridge API too
+    # 5–8 repeats of one object per packet (within a legacy advertisement's 31 bytes), a new object each round:
+    # 20 rounds would make over 100 entities a device.
+    sizes = {0x05: 3, 0x02: 2, 0x03: 2, 0x09: 1, 0x0C: 2, 0x0D: 2, 0x0E: 2, 0x12: 2, 0x13: 2, 0x14: 2, 0x2E: 1,
+             0x2F: 1, 0x06: 2, 0x08: 2, 0x3D: 2, 0x40: 2, 0x41: 2, 0x43: 2, 0x44: 2, 0x45: 2}
+    for round_, (object_id, size) in enumerate(sizes.items()):
+        # The battery says which round it is: once the bridge published it, the round's packets were heard.
+        packet = bytes([0x40, 0x01, round_ + 1]) + b"".join(bytes([object_id]) + bytes([round_ + i] * size)
+                                                            for i in range({1: 8, 2: 6, 3: 5}[size]))
+        marks = [radio.mark() for radio in radios]
+        mark_mqtt = mqtt.mark()
+        for radio in radios:
+            radio.send({"cmd": "raw", "service_data": {BTHOME_UUID: packet.hex()}}, wait=False)
+        started = time.monotonic()
+        answer = request_health(mqtt, bridge)
+        assert answer["status"] == "ok" and time.monotonic() - started < 5
+        for radio, mark in zip(radios, marks):
+            radio.wait_for(lambda e: e.get("event") == "done" and e.get("cmd") == "raw", 10, since=mark)
+        wait_until(lambda: len({m.topic for m in mqtt.received(f"{BASE}/+/battery", mark_mqtt)
+                                if m.text == str(round_ + 1)}) >= 3, 15)
+    names = ["bthome-" + a.replace(":", "").lower() for a in FORGED]
+    ours = retained_messages(mosquitto, f"{BASE}/#", f"{BASE}/test-sentinel")
+    configs = retained_messages(mosquitto, f"{PREFIX}/#", f"{PREFIX}/test-sentinel")
+    most = 0
+    for name, address in zip(names, FORGED):
+        readings = [t for t, p in ours.items() if t.startswith(f"{BASE}/{name}/") and p
+                    and t.rsplit("/", 1)[1] not in ("availability", "rssi")]
+        assert len(readings) <= 32, (name, len(readings))
+        most = max(most, len(readings))
+        for base in {t.rsplit("/", 1)[1].rsplit("_", 1)[0] for t in readings}:
+            assert len([t for t in readings if t.rsplit("/", 1)[1].startswith(base + "_")]) <= 4, base
+        node = "gattbridge_" + address.replace(":", "") + "_advert"
+        assert len([t for t, p in configs.items() if f"/{node}/" in t and p]) <= 100
+    print(f"flood: at most {most} readings a device; peak RSS {status_kb(bridge.process.pid, 'VmHWM') / 1024:.1f} MB")
+    assert most >= 16, "the flood was not heard: the bounds were not put to the test"
+    assert status_kb(bridge.process.pid, "VmHWM") < 64 * 1024
+    bridge.assert_running()
+
+
+def request_health(mqtt, bridge) -> dict:
+    transaction = f"t-{time.monotonic_ns()}"
+    mark = mqtt.mark()
+    mqtt.publish(bridge.topic("bridge", "request", "health"), json.dumps({"transaction": transaction}))
+    return mqtt.wait_for(bridge.topic("bridge", "response", "health"),
+                         lambda m: m.json().get("transaction") == transaction, 10, since=mark).json()
+
+
+def status_kb(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    raise KeyError(key)
