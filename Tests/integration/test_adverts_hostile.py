@@ -15,7 +15,8 @@ from bench.broadcasts import BTHOME_UUID, bthome_encrypt
 
 from adverts_helpers import (BINDKEY, PREFIX, TIMEOUT, error_about, passive, start_adverts_bridge, wait_value,
                              write_bindkey)
-from bridge_helpers import BASE, retained_messages
+from bench.peripherals import led
+from bridge_helpers import BASE, channel, device, retained_messages
 
 BUTTON = "A4:C1:38:0B:71:01"
 KEY = bytes.fromhex(BINDKEY)
@@ -211,20 +212,30 @@ def test_a_full_auto_table_is_reported_and_a_slot_comes_back(bench, run_gattbrid
     bridge.assert_running()
 
 
+LAMP = "C0:FF:EE:00:29:01"
+HRM = "C0:FF:EE:00:29:02"
 FORGED = tuple(f"A4:C1:38:0B:72:{i:02X}" for i in range(1, 7))
 
 
 def test_forged_broadcasters_stay_within_the_bounds(bench, run_gattbridge, gattbridge_bin, mosquitto, mqtt,
-                                                    tmp_path, wait_until):
+                                                    peripheral, tmp_path, wait_until):
     """The audit's flood in small: forged addresses in an `auto` format, each packet full of numbered repeats of a
     new kind of object. Every device stays within 32 readings (4 of one kind), their Home Assistant configs within
-    their bound, the daemon's peak RSS under 64 MB, and the bridge API answers meanwhile."""
+    their bound, the daemon's peak RSS under 64 MB; meanwhile the bridge API answers, a connected lamp's `set` is
+    carried out and its heart-rate neighbour's values keep coming, each within a few seconds."""
+    light = peripheral("led", LAMP)
+    peripheral("heart_rate", HRM, rate=2)
     radios = [bench.broadcaster("bthome", address, event_hold=1) for address in FORGED]
     for radio in radios:
         radio.send({"cmd": "pause", "on": True})
-    bridge = start_adverts_bridge(run_gattbridge, gattbridge_bin, tmp_path, mosquitto, [], homeassistant=True,
-                                  state_dir=tmp_path / "state", auto_limit=100)
-    mqtt.wait_for(bridge.topic("bridge", "devices"), None, 20)     # up, and its bridge API too
+    bridge = start_adverts_bridge(run_gattbridge, gattbridge_bin, tmp_path, mosquitto, [
+        device("lamp", LAMP, [channel("led", f"{led.SERVICE}/{led.CHARACTERISTIC}", "hex",
+                                      values={"ON": "01", "OFF": "00"}, mode="read", interval=3600, writable=True,
+                                      homeassistant="switch")]),
+        device("strap", HRM, [channel("heart_rate", "2a37", "heart_rate_measurement")])],
+        homeassistant=True, state_dir=tmp_path / "state", auto_limit=100)
+    bridge.wait_online(mqtt, "lamp", 30)
+    bridge.wait_online(mqtt, "strap", 30)
     # 5–8 repeats of one object per packet (within a legacy advertisement's 31 bytes), a new object each round:
     # 20 rounds would make over 100 entities a device.
     sizes = {0x05: 3, 0x02: 2, 0x03: 2, 0x09: 1, 0x0C: 2, 0x0D: 2, 0x0E: 2, 0x12: 2, 0x13: 2, 0x14: 2, 0x2E: 1,
@@ -240,6 +251,11 @@ def test_forged_broadcasters_stay_within_the_bounds(bench, run_gattbridge, gattb
         started = time.monotonic()
         answer = request_health(mqtt, bridge)
         assert answer["status"] == "ok" and time.monotonic() - started < 5
+        events = light.mark()
+        mqtt.publish(bridge.topic("lamp", "led", "set"), "ON" if round_ % 2 else "OFF")
+        light.wait_for(lambda e: e.get("event") == "write" and e.get("value") == ("01" if round_ % 2 else "00"), 5,
+                       since=events)
+        mqtt.wait_for(bridge.topic("strap", "heart_rate"), None, 5, since=mark_mqtt)
         for radio, mark in zip(radios, marks):
             radio.wait_for(lambda e: e.get("event") == "done" and e.get("cmd") == "raw", 10, since=mark)
         wait_until(lambda: len({m.topic for m in mqtt.received(f"{BASE}/+/battery", mark_mqtt)
