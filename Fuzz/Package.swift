@@ -58,6 +58,7 @@ let package = Package(
         fuzzer("FuzzGovee", ["Adverts", "FuzzSupport", "AdvertsFuzzSupport"]),
         fuzzer("FuzzRuuvi", ["Adverts", "FuzzSupport", "AdvertsFuzzSupport"]),
         fuzzer("FuzzBeacons", ["Adverts", "Bluetooth", "FuzzSupport", "AdvertsFuzzSupport"]),
+        fuzzer("FuzzReplayLedger", ["Adverts", "FuzzSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -118,9 +118,22 @@ def adverts() -> None:
         write("FuzzBeacons", bytes.fromhex(beacon))
 
 
+def replay_ledger() -> None:
+    """Scripts of the FuzzReplayLedger target: a step count, then steps (even op: admit the next 4 bytes as a counter;
+    odd: save and restore, or with 0x10 re-arm), then a saved file's text."""
+    def admit(op: int, counter: int) -> bytes:
+        return bytes([op & 0xFE]) + counter.to_bytes(4, "little")
+    audit = b"".join(admit(0, c) for c in (10, 11, 2000, 2001, 2002, 10, 2002, 11, 2004))
+    write("FuzzReplayLedger", bytes([9]) + audit)
+    write("FuzzReplayLedger", bytes([5]) + admit(0, 500) + admit(2, 3) + b"\x01" + b"\x11" + admit(0, 4))
+    key = "0000000000000000"
+    write("FuzzReplayLedger", bytes([0]) + f"A4:C1:38:0B:70:02 {key} 2005\nA4:C1:38:0B:70:03 {key} 7\n".encode())
+
+
 if __name__ == "__main__":
     codecs()
     config()
     commands()
     bridge_requests()
     adverts()
+    replay_ledger()

@@ -16,7 +16,8 @@ mode="${1:-smoke}"
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(FuzzCodecs FuzzConfig FuzzCommands FuzzBridgeRequest FuzzDBus
-                                   FuzzBTHome FuzzXiaomi FuzzThermometerFirmware FuzzGovee FuzzRuuvi FuzzBeacons)
+                                   FuzzBTHome FuzzXiaomi FuzzThermometerFirmware FuzzGovee FuzzRuuvi FuzzBeacons
+                                   FuzzReplayLedger)
 scratch="$repo/.build-fuzz"
 bin="$scratch/release"
 

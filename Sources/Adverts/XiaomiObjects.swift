@@ -1,12 +1,13 @@
-/// The MiBeacon objects of the common thermometers, hygrometers, plant sensors, motion, light and door sensors,
+/// The MiBeacon objects of the common thermometers, hygrometers, plant sensors, motion, occupancy, light and door
+/// sensors,
 /// read as Home Assistant's reference parser (xiaomi-ble 1.21.2) reads them, model quirks included. An object of
 /// the wrong length is skipped (after whatever the reference sets before it notices), like an unknown one.
 enum XiaomiObjects {
     /// Object ids decoded here; others are skipped.
     static let known: Set<UInt16> = [
-        0x000F, 0x1004, 0x1005, 0x1006, 0x1007, 0x1008, 0x1009, 0x100A, 0x100D, 0x1010, 0x1012, 0x1013, 0x1014,
+        0x0003, 0x000F, 0x1004, 0x1005, 0x1006, 0x1007, 0x1008, 0x1009, 0x100A, 0x100D, 0x1010, 0x1012, 0x1013, 0x1014,
         0x1015, 0x1017, 0x1018, 0x1019, 0x101B, 0x4801, 0x4802, 0x4803, 0x4804, 0x4805, 0x4806, 0x4808, 0x480C,
-        0x4818, 0x4A01, 0x4A08,
+        0x4818, 0x484E, 0x4851, 0x4852, 0x4A01, 0x4A08, 0x4A0F, 0x4A12, 0x4A13, 0x4A1A, 0x5413,
         0x4C01, 0x4C02, 0x4C03, 0x4C08, 0x4E01,
     ]
 
@@ -20,7 +21,10 @@ enum XiaomiObjects {
         func battery(_ value: UInt8) { sensor("battery", .integer(Int64(value)), "%") }
         func le(_ bytes: [UInt8]) -> UInt64 { ByteReading.unsignedLE(bytes) }
         func float32() -> Double? { x.count == 4 ? ByteReading.floatLE(x) : nil }
+        func event(_ name: String, _ type: String) { result.events.append(AdvertEvent(name: name, type: type)) }
         switch id {
+        case 0x0003:  // MUE4094RT: motion, never cleared, so an event as the reference makes it
+            event("motion", "motion_detected")
         case 0x000F:  // motion, with light or illuminance on some models
             guard x.count == 3 else { return }
             let illuminance = le(x)
@@ -117,6 +121,31 @@ enum XiaomiObjects {
         case 0x4818:
             guard x.count == 2 else { return }
             binary("motion", le(x) <= 30)
+        case 0x484E:  // occupancy; XMOSB01XS says 2 for a clear that the others say 0
+            binary("occupancy", model == "XMOSB01XS" ? x[0] == 1 : x[0] > 0)
+        case 0x4851: sensor("duration_detected", .integer(Int64(x[0])), "min")
+        case 0x4852: sensor("duration_cleared", .integer(Int64(x[0])), "min")
+        case 0x4A0F:  // forcibly removed: only the removal is said
+            guard x[0] == 1 else { return }
+            binary("opening", true)
+            binary("device_forcibly_removed", true)
+        case 0x4A12:  // opening event (MS1BB(MI)), beside the 0x4804 state
+            if x[0] == 1 {
+                binary("opening", true)
+            } else if x[0] == 2 {
+                binary("opening", false)
+                binary("door_left_open", false)
+                binary("device_forcibly_removed", false)
+            }
+        case 0x4A13:  // MS1BB(MI)'s button
+            if x[0] == 1 { event("button", "press") }
+        case 0x4A1A:  // door left open
+            guard x[0] == 1 else { return }
+            binary("opening", true)
+            binary("door_left_open", true)
+        case 0x5413:  // ES5BB: occupancy at close range; other models use the id for something else
+            guard model == "ES5BB" else { return }
+            binary("occupancy_close_range", x[0] > 0)
         case 0x4A01, 0x4E01: binary("battery", x[0] != 0)
         case 0x4A08:
             guard let value = float32() else { return }

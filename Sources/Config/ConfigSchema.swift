@@ -197,6 +197,7 @@ public enum ConfigSchema {
                 ("pattern", "^\\s*[0-9A-Fa-f]{32}\\s*$"),
             ]),
             "bindkey_file": string("A file holding the bindkey (32 hex digits), relative to the config file's directory."),
+            "allow_plaintext": boolean("Read a keyed Xiaomi device's plaintext frames too (firmwares that send some objects unencrypted); off, anyone could forge them.", default: false),
         ], exclusive: [["passkey", "passkey_file"], ["bindkey", "bindkey_file"]])
         schema = adding(schema, ("required", .array(ConfigValidator.deviceKeys.filter { $0 != "channels" }.map { .string($0) })))
         // A passive device (advert) needs no channels; a key needs advert.

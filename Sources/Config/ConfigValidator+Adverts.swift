@@ -2,10 +2,10 @@ import Adverts
 import Codecs
 
 /// Passive broadcasts (docs/adverts.md): the top-level `adverts:` section and a device's `advert`, `bindkey_file` and
-/// `bindkey` keys.
+/// `bindkey` keys, and `allow_plaintext`.
 extension ConfigValidator {
     static let advertsKeys = ["enabled", "auto", "auto_limit", "timeout"]
-    static let advertDeviceKeys = ["advert", "bindkey", "bindkey_file"]
+    static let advertDeviceKeys = ["advert", "bindkey", "bindkey_file", "allow_plaintext"]
     /// Every unsaved broadcaster costs a little memory and a few retained topics; ten thousand is far beyond any
     /// home, and small enough that a typo (`auto_limit: 1000000000`) is caught.
     static let autoLimitRange = 0...10_000
@@ -78,6 +78,16 @@ extension ConfigValidator {
             }
             advert = selection
         }
+        var allowPlaintext = false
+        if let value = fields["allow_plaintext"] {
+            guard let allowed = bool(value, key: "allow_plaintext", context: context) else { return nil }
+            guard fields["bindkey"] != nil || fields["bindkey_file"] != nil else {
+                // Without a key every frame is plaintext already: the key would mislead about what it protects.
+                report(fields.keyNode("allow_plaintext")!, "allow_plaintext in \(context) is for a device with a bindkey")
+                return nil
+            }
+            allowPlaintext = allowed
+        }
         let inline = fields["bindkey"], fileNode = fields["bindkey_file"]
         guard inline != nil || fileNode != nil else { return DeviceAdvert(selection: advert) }
         guard advert != nil else {
@@ -98,7 +108,7 @@ extension ConfigValidator {
                 report(inline, "bindkey in \(context) must be 32 hex digits")
                 return nil
             }
-            return DeviceAdvert(selection: advert, bindkey: key)
+            return DeviceAdvert(selection: advert, bindkey: key, allowPlaintext: allowPlaintext)
         }
         // A bindkey is never sent anywhere (it only decrypts what the device says), so unlike a passkey file one may
         // serve two devices.
@@ -112,7 +122,8 @@ extension ConfigValidator {
             return nil
         case .success(let key):
             return DeviceAdvert(selection: advert, bindkey: key,
-                                bindkeyFile: SecretFile(path: resolved, mode: TextFile.permissions(resolved)))
+                                bindkeyFile: SecretFile(path: resolved, mode: TextFile.permissions(resolved)),
+                                allowPlaintext: allowPlaintext)
         }
     }
 
@@ -136,6 +147,7 @@ struct DeviceAdvert {
     var selection: AdvertSelection?
     var bindkey: Bindkey?
     var bindkeyFile: SecretFile?
+    var allowPlaintext = false
 }
 
 /// Why a bindkey file cannot be used; names the file, never what it holds.

@@ -103,7 +103,7 @@ extension ConfigValidator {
         }
         return DeviceConfig(name: name, address: address, channels: channels, source: source, pairing: pairing,
                             adapter: adapter?.name, advert: advert.selection, bindkey: advert.bindkey,
-                            bindkeyFile: advert.bindkeyFile)
+                            bindkeyFile: advert.bindkeyFile, allowPlaintext: advert.allowPlaintext)
     }
 
     private mutating func channels(_ node: YAMLNode, device: String, deviceContext: String) -> [ChannelConfig] {

@@ -18,11 +18,14 @@ public struct DeviceConfig: Sendable, Equatable {
     public var bindkey: Bindkey?
     /// Where the bindkey was read from (nil: none, or written inline, which `config check` warns about).
     public var bindkeyFile: SecretFile?
+    /// `allow_plaintext: true`: a keyed Xiaomi device's plaintext frames are read too (firmwares that send some
+    /// objects unencrypted). Off, they are refused: anyone can send a plaintext frame with the device's address.
+    public var allowPlaintext: Bool
 
     public init(name: String, address: BluetoothAddress, channels: [ChannelConfig],
                 source: DeviceSource = DeviceSource(kind: .config, file: "", line: 0), pairing: PairingConfig = .none,
                 adapter: String? = nil, advert: AdvertSelection? = nil, bindkey: Bindkey? = nil,
-                bindkeyFile: SecretFile? = nil) {
+                bindkeyFile: SecretFile? = nil, allowPlaintext: Bool = false) {
         self.name = name
         self.address = address
         self.channels = channels
@@ -32,6 +35,7 @@ public struct DeviceConfig: Sendable, Equatable {
         self.advert = advert
         self.bindkey = bindkey
         self.bindkeyFile = bindkeyFile
+        self.allowPlaintext = allowPlaintext
     }
 
     /// Only broadcasts: no channels, so no connection is ever made.
@@ -42,7 +46,7 @@ public struct DeviceConfig: Sendable, Equatable {
     public static func == (lhs: DeviceConfig, rhs: DeviceConfig) -> Bool {
         lhs.name == rhs.name && lhs.address == rhs.address && lhs.channels == rhs.channels && lhs.pairing == rhs.pairing
             && lhs.adapter == rhs.adapter && lhs.advert == rhs.advert && lhs.bindkey == rhs.bindkey
-            && lhs.bindkeyFile == rhs.bindkeyFile
+            && lhs.bindkeyFile == rhs.bindkeyFile && lhs.allowPlaintext == rhs.allowPlaintext
     }
 
     /// The device's MQTT topic level (`D` in docs/mqtt.md).

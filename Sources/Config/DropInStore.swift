@@ -92,8 +92,10 @@ public enum DropInStore {
     }
 
     /// Writes `text` to `path` atomically with mode 0640, creating `state_dir` and `devices.d` if missing.
-    /// Refuses to replace an existing file unless `replace` is set.
-    public static func save(_ text: String, to path: String, replace: Bool = false) throws(Failure) {
+    /// Refuses to replace an existing file unless `replace` is set. `durable: false` skips the fsyncs, for a file
+    /// rewritten every few seconds (the replay ledger): the rename still leaves the old file or the new one.
+    public static func save(_ text: String, to path: String, replace: Bool = false,
+                            durable: Bool = true) throws(Failure) {
         guard let slash = path.lastIndex(of: "/") else { throw Failure(description: "bad drop-in path \(path)") }
         let directory = String(path[..<slash])
         if let parentSlash = directory.lastIndex(of: "/"), parentSlash != directory.startIndex {
@@ -124,7 +126,7 @@ public enum DropInStore {
         }
         // The umask may have narrowed the mode given to open().
         fchmod(fd, 0o640)
-        guard fsync(fd) == 0 else {
+        guard !durable || fsync(fd) == 0 else {
             let error = failure("cannot sync \(temporary)")
             close(fd)
             throw error
@@ -132,7 +134,7 @@ public enum DropInStore {
         close(fd)
         guard rename(temporary, path) == 0 else { throw failure("cannot rename \(temporary) to \(path)") }
         ok = true
-        syncDirectory(directory)
+        if durable { syncDirectory(directory) }
     }
 
     /// Deletes a drop-in; one that is already gone is not an error.

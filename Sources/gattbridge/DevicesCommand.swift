@@ -9,12 +9,13 @@ import MQTT
 import Glibc
 #endif
 
-/// `gattbridge devices list|add|remove`: the bridge API (docs/bridge-api.md) of a running daemon, from a shell.
+/// `gattbridge devices list|add|remove|rearm`: the bridge API (docs/bridge-api.md) of a running daemon, from a shell.
 struct DevicesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "devices",
-        abstract: "List, add or remove the devices of a running daemon (over MQTT, through its bridge API).",
-        subcommands: [DevicesListCommand.self, DevicesAddCommand.self, DevicesRemoveCommand.self]
+        abstract: "List, add, remove or re-arm the devices of a running daemon (over MQTT, through its bridge API).",
+        subcommands: [DevicesListCommand.self, DevicesAddCommand.self, DevicesRemoveCommand.self,
+                      DevicesRearmCommand.self]
     )
 }
 
@@ -122,6 +123,23 @@ struct DevicesRemoveCommand: AsyncParsableCommand {
     func run() async throws {
         _ = try await BridgeAPICall.call(api, verb: "device/remove", body: [("name", .string(name))])
         Terminal.out("removed \(name)\n")
+    }
+}
+
+struct DevicesRearmCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rearm",
+        abstract: "Believe an encrypted broadcaster's next counter (after a battery change reset it).",
+        discussion: "The daemon refuses an encrypted broadcast whose counter is not above every one it accepted before (a replay); a device that counts from zero again is refused the same way until it is re-armed.")
+
+    @OptionGroup var api: BridgeAPIOptions
+
+    @Argument(help: "The device's name.")
+    var name: String
+
+    func run() async throws {
+        _ = try await BridgeAPICall.call(api, verb: "device/rearm", body: [("name", .string(name))])
+        Terminal.out("re-armed \(name)\n")
     }
 }
 

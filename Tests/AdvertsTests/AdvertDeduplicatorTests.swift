@@ -2,9 +2,8 @@ import Testing
 @testable import Adverts
 
 @Suite struct AdvertDeduplicatorTests {
-    func packet(_ id: UInt32?, counter: UInt32? = nil) -> AdvertResult {
-        AdvertResult(format: .bthome, measurements: [Measurement("battery", .integer(90))], packetID: id,
-                     encrypted: counter != nil, encryptionCounter: counter)
+    func packet(_ id: UInt32?) -> AdvertResult {
+        AdvertResult(format: .bthome, measurements: [Measurement("battery", .integer(90))], packetID: id)
     }
 
     @Test func aPacketIDRepeatsWithinTheWindowOnly() {
@@ -20,25 +19,6 @@ import Testing
         var dedup = AdvertDeduplicator()
         #expect(dedup.admit(packet(nil), now: 0) == .fresh)
         #expect(dedup.admit(packet(nil), now: 0) == .fresh)
-    }
-
-    @Test func encryptionCounterMustGrow() {
-        var dedup = AdvertDeduplicator()
-        #expect(dedup.admit(packet(nil, counter: 500), now: 0) == .fresh)
-        #expect(dedup.admit(packet(nil, counter: 500), now: 1) == .repeated)
-        #expect(dedup.admit(packet(nil, counter: 499), now: 2) == .replayed)
-        #expect(dedup.admit(packet(nil, counter: 501), now: 3) == .fresh)
-        // A restarted device counts from 0 again: accepted below 100.
-        #expect(dedup.admit(packet(nil, counter: 3), now: 4) == .fresh)
-        #expect(dedup.admit(packet(nil, counter: 2), now: 5) == .fresh)
-    }
-
-    @Test func aRejectedBroadcastLeavesNoTrace() {
-        var dedup = AdvertDeduplicator()
-        #expect(dedup.admit(packet(1, counter: 500), now: 0) == .fresh)
-        #expect(dedup.admit(packet(2, counter: 400), now: 1) == .replayed)
-        // Packet id 2 was not remembered by the replay.
-        #expect(dedup.admit(packet(2, counter: 501), now: 2) == .fresh)
     }
 
     @Test func memoryStaysBounded() {

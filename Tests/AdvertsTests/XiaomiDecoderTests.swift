@@ -46,6 +46,36 @@ import Bluetooth
         #expect(values(result) == ["motion": .state(true), "illuminance": .number(228.0)])
     }
 
+    /// Refused before issue 40 ("no MiBeacon object could be read"); xiaomi-ble's test captures and its readings.
+    @Test func motionOccupancyAndDoorSensors() throws {
+        // MUE4094RT (nightlight): motion, never cleared, so an event.
+        #expect(try decode("4030dd032403000101", address: "DE:70:E8:B2:39:0C").events
+            == [AdvertEvent(name: "motion", type: "motion_detected")])
+        // MS1BB(MI): door left open (0x4a1a), the opening event closed (0x4a12), its button (0x4a13).
+        #expect(values(try decode("505989180167e56638c1a41a4a0101", address: "A4:C1:38:66:E5:67"))
+            == ["opening": .state(true), "door_left_open": .state(true)])
+        let ms1bb = "0fdcc30fe9289254876b5ef7c11ef1f0"
+        #expect(values(try decode("585989187567e56638c1a469ddf3a1260000a24a1b45", address: "A4:C1:38:66:E5:67",
+                                  bindkey: ms1bb))
+            == ["opening": .state(false), "door_left_open": .state(false), "device_forcibly_removed": .state(false)])
+        #expect(try decode("585989189167e56638c1a4d6120d6d2600006fbc0cb4", address: "A4:C1:38:66:E5:67",
+                           bindkey: ms1bb).events == [AdvertEvent(name: "button", type: "press")])
+        // XMOSB01XS and ES3: occupancy.
+        #expect(values(try decode("585983461fbdb1c46748d49d1efd8c040000e57e873a", address: "D4:48:67:C4:B1:BD",
+                                  bindkey: "920ce119b34410d38251ccea54c0f915")) == ["occupancy": .state(false)])
+        #expect(values(try decode("5859fb50da76c3c738c1a4aabc4c16000000c60c1646", address: "A4:C1:38:C7:C3:76",
+                                  bindkey: "b26295a7a08fbac306c8706ade7f0fe4")) == ["occupancy": .state(true)])
+        // ES5BB: occupancy, at close range, and how long it has been detected.
+        let es5bb = "068a081b4e5aa7295ebf263585adf4f1"
+        #expect(values(try decode("58590f6a11ee917427b5e83567ac0e1c0000f681b610", address: "E8:B5:27:74:91:EE",
+                                  bindkey: es5bb)) == ["occupancy": .state(true)])
+        #expect(values(try decode("58590f6a14ee917427b5e8f139cdae1c00001bd88863", address: "E8:B5:27:74:91:EE",
+                                  bindkey: es5bb)) == ["occupancy_close_range": .state(true)])
+        let detected = try decode("58590f6abdee917427b5e885884d061c0000c263fbd0", address: "E8:B5:27:74:91:EE",
+                                  bindkey: es5bb)
+        #expect(values(detected) == ["duration_detected": .integer(1)] && units(detected) == ["duration_detected": "min"])
+    }
+
     @Test func encryptionFailures() {
         let packet = "58586f0607892012342d585f176dd54f0200002fa453fa"
         #expect(throws: AdvertError.bindkeyNeeded) { try decode(packet, address: "58:2D:34:12:20:89") }

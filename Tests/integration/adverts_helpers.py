@@ -111,7 +111,8 @@ def sent_values(broadcaster, measurement: str, after: int = -1) -> list[float]:
 # --- the daemon ----------------------------------------------------------------------------------------------------
 
 def adverts_config(port: int, devices: list[dict], adapters: tuple[str, ...] = ("hci0",),
-                   auto: tuple[str, ...] = ("bthome",), homeassistant: bool = False) -> str:
+                   auto: tuple[str, ...] = ("bthome",), homeassistant: bool = False,
+                   state_dir: Optional[Path] = None, auto_limit: Optional[int] = None) -> str:
     doc = {
         "mqtt": {"host": "127.0.0.1", "port": port, "client_id": f"gattbridge-adverts-{time.monotonic_ns()}",
                  "base_topic": BASE, "keepalive": 10},
@@ -120,6 +121,10 @@ def adverts_config(port: int, devices: list[dict], adapters: tuple[str, ...] = (
         "adverts": {"enabled": True, "auto": list(auto), "timeout": TIMEOUT},
         "devices": devices,
     }
+    if state_dir is not None:
+        doc["state_dir"] = str(state_dir)
+    if auto_limit is not None:
+        doc["adverts"]["auto_limit"] = auto_limit
     return to_yaml(doc) + "\n"
 
 

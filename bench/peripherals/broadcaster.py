@@ -27,6 +27,8 @@ the air for `--event-hold` seconds (a real button repeats its event packet so a 
 {"cmd":"pause","on":true|false} stops/resumes the stepping (the last packet stays on the air);
 {"cmd":"replay","n":N} puts packet N's bytes on the air again for `--event-hold` seconds, as an attacker replaying a
 recorded packet would (reported as {"event":"replayed","n":N,…});
+{"cmd":"raw","service_data":{uuid: hex},"manufacturer_data":{id: hex}} puts bytes a test made on the air for
+`--event-hold` seconds, as a hostile radio would (reported as {"event":"raw",…}; the stepping resumes after);
 {"cmd":"advertise","on":false} goes silent altogether.
 
 On the real bluetoothd (Tests/realbluez) it runs with `--connectable`. The Linux kernel sends a non-connectable
@@ -73,6 +75,7 @@ class Broadcaster:
         runner.commands["press"] = self._press
         runner.commands["pause"] = self._pause
         runner.commands["replay"] = self._replay
+        runner.commands["raw"] = self._raw
         runner.background.append(self._tick)
 
     def publish(self, packet: Packet, event: str = "broadcast", n: Optional[int] = None) -> None:
@@ -106,6 +109,13 @@ class Broadcaster:
     async def _replay(self, cmd: dict) -> None:
         n = int(cmd["n"])
         self.publish(self.sent[n], "replayed", n)
+        self.hold_until = asyncio.get_running_loop().time() + self.event_hold
+
+    async def _raw(self, cmd: dict) -> None:
+        packet = Packet(service_data={k: bytes.fromhex(v) for k, v in cmd.get("service_data", {}).items()},
+                        manufacturer_data={int(k): bytes.fromhex(v)
+                                           for k, v in cmd.get("manufacturer_data", {}).items()})
+        self.publish(packet, "raw", -1)
         self.hold_until = asyncio.get_running_loop().time() + self.event_hold
 
     async def _pause(self, cmd: dict) -> None:

@@ -4,8 +4,9 @@ import Logging
 
 /// The passive half of the bridge as a feature (docs/adverts.md): feeds `AdvertTracker` from the core's events and
 /// performs what it returns: readings, events, availability and RSSI of broadcasters, their Home Assistant
-/// entities, `B/bridge/log` errors for broadcasts that cannot be decrypted, and auto devices added to the running
-/// config. Clears the retained topics it published for a device that leaves the config.
+/// entities, `B/bridge/log` errors for broadcasts that cannot be decrypted or whose counter went back, and auto devices
+/// added to the running config. Clears the retained topics it published for a device that leaves the config. Keeps
+/// the replay ledger in `state_dir` (`ReplayLedgerFile`): loaded at start, saved when a mark moves.
 public struct AdvertFeature: BridgeFeature {
     let version: String
     let logger: Logger
@@ -23,7 +24,14 @@ public struct AdvertFeature: BridgeFeature {
         case homeAssistantBirth
         /// The events held back on this topic (`delayed`) are due.
         case delayedEvents(String)
+        /// The start-up sweep with this number is over: its subscriptions go.
+        case sweepEnd(Int)
     }
+
+    /// How long the retained broadcaster configs are read after a connect: the broker sends them right after the
+    /// SUBSCRIBE, so a few seconds is plenty, and subscribing for longer would bring every config this bridge
+    /// publishes back into its own inbox (issue 40: with a flood of entities, most of the inbound load).
+    static let sweepWindow: Duration = .seconds(5)
 
     public func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         var tracker = AdvertTracker()
@@ -42,12 +50,39 @@ public struct AdvertFeature: BridgeFeature {
         var delayed: [String: [String]] = [:]
         /// Topics newly held back: their timers are armed after the input (`rearm`).
         var newlyDelayed: [String] = []
+        /// The start-up sweep's filters while it runs, and its number.
+        var sweepFilters: [String] = []
+        var sweepNumber = 0
+        var sweepTimers: [(at: ContinuousClock.Instant, timer: Timer)] = []
+        /// Whether a sweep ran since the broker connected: a reload that turns discovery on runs one.
+        var connected = false
+        /// Where the replay ledger is saved; nil until the first config (which loads it).
+        var stateDir: String?
+        /// A failed save is logged once, until one succeeds again.
+        var saveFailing = false
+
+        func saveLedger() {
+            guard let stateDir else { return }
+            do throws(DropInStore.Failure) {
+                try ReplayLedgerFile.save(tracker.ledger, stateDir: stateDir)
+                saveFailing = false
+            } catch {
+                if !saveFailing {
+                    logger.error("encryption counters not saved (a restart would forget them): \(error)")
+                    context.publish(topics.bridgeLog, Self.report(level: "error", device: nil,
+                        message: "encryption counters not saved (a restart would forget them): \(error)"), qos: 1)
+                }
+                saveFailing = true
+            }
+        }
 
         func perform(_ actions: [AdvertAction]) async {
             /// Auto devices the core refused: nothing is published under their name (it may be another device's).
             var refused: Set<String> = []
             /// The event entities whose configs this batch published.
             var announced: Set<String> = []
+            var countersChanged = false
+            defer { if countersChanged { saveLedger() } }
             for action in actions where !refused.contains(action.device.name) {
                 switch action {
                 case .measurement(let device, let name, let payload):
@@ -71,6 +106,29 @@ public struct AdvertFeature: BridgeFeature {
                 case .error(let device, let reason):
                     logger.warning("broadcasts cannot be read: \(reason)", metadata: ["device": "\(device.name)"])
                     context.publish(topics.bridgeLog, Self.errorReport(device: device.name, reason: reason), qos: 1)
+                case .counterWentBack(let device, let counter, let mark):
+                    let message = "encryption counter \(counter) is below \(mark), the highest accepted: not believed "
+                        + "(a replay, or a device that counts from zero again: re-arm it with device/rearm)"
+                    logger.warning("\(message)", metadata: ["device": "\(device.name)"])
+                    context.publish(topics.bridgeLog, Self.report(level: "warning", device: device.name,
+                                                                  message: "\(device.name): \(message)"), qos: 1)
+                case .countersChanged:
+                    countersChanged = true
+                case .readingsDropped(let device, let reason):
+                    let message = "\(device.name): readings dropped (\(reason)); counted, not reported again"
+                    logger.warning("\(message)", metadata: ["device": "\(device.name)"])
+                    context.publish(topics.bridgeLog, Self.report(level: "warning", device: device.name,
+                                                                  message: message), qos: 1)
+                case .autoTableFull(let device, let limit):
+                    let message = "adverts.auto_limit (\(limit)) reached: new broadcasters such as \(device.name) are "
+                        + "ignored until an auto device leaves (silent for adverts.timeout, or device/remove)"
+                    logger.warning("\(message)")
+                    context.publish(topics.bridgeLog, Self.report(level: "warning", device: nil, message: message),
+                                    qos: 1)
+                case .removeAutoDevice(let device):
+                    if case .success? = await context.updateDevices(.remove(name: device.name)) {
+                        logger.notice("broadcaster \(device.name) silent: no longer tracked")
+                    }
                 case .addAutoDevice(let device):
                     if await !add(device) { refused.insert(device.name) }
                 case .discovery(let device, let entity):
@@ -99,10 +157,23 @@ public struct AdvertFeature: BridgeFeature {
             return true
         }
 
+        /// Subscribes to the retained broadcaster configs for `sweepWindow`: leftovers of an earlier run are cleared
+        /// as they arrive (`AdvertLeftoverSweep`).
+        func startSweep() {
+            for filter in sweepFilters { context.unsubscribe(filter) }
+            sweepFilters = discovery?.advertConfigFilters ?? []
+            guard !sweepFilters.isEmpty else { return }
+            for filter in sweepFilters { context.subscribe(filter) }
+            sweepNumber += 1
+            sweepTimers.append((ContinuousClock.now + Self.sweepWindow, .sweepEnd(sweepNumber)))
+        }
+
         func rearm() -> [(at: ContinuousClock.Instant, timer: Timer)] {
             var timers = newlyDelayed.map { (at: ContinuousClock.now + HomeAssistantFeature.stateRepublishDelay,
                                              timer: Timer.delayedEvents($0)) }
             newlyDelayed = []
+            timers += sweepTimers
+            sweepTimers = []
             // Between configs the earliest deadline only moves later (a broadcast heard now expires after every
             // deadline armed before it), so the tracker, which walks every device for it, is asked only when nothing
             // is armed: asking after every input made each broadcast cost a walk of them all.
@@ -116,6 +187,15 @@ public struct AdvertFeature: BridgeFeature {
             switch input {
             case .event(.configApplied(let old, let config)):
                 topics = BridgeTopics(base: config.mqtt.baseTopic)
+                if stateDir == nil {
+                    switch ReplayLedgerFile.load(stateDir: config.stateDir) {
+                    case .success(let ledger):
+                        tracker.restore(ledger)
+                    case .failure(let error):
+                        logger.error("saved encryption counters not read from \(ReplayLedgerFile.path(stateDir: config.stateDir)): \(error)")
+                    }
+                }
+                stateDir = config.stateDir
                 let previous = discovery
                 let next = HomeAssistantDiscovery(config: config, version: version)
                 discovery = next.isEnabled ? next : nil
@@ -131,6 +211,7 @@ public struct AdvertFeature: BridgeFeature {
                 if oldFilters != newFilters {
                     for filter in oldFilters { context.unsubscribe(filter) }
                     for filter in newFilters { context.subscribe(filter) }
+                    if connected { startSweep() }
                 }
                 // A device that left without `deviceRemoved` (another bridge owned it) left its topics to its owner.
                 let names = Set(config.devices.map(\.name))
@@ -148,6 +229,13 @@ public struct AdvertFeature: BridgeFeature {
                 await perform(tracker.ownership(device.name, owned: owned))
             case .event(.held(let device, let held)):
                 await perform(tracker.held(device.name, held))
+            case .event(.brokerConnected) where !connected:
+                connected = true
+                startSweep()
+                await perform(tracker.republish(discovery: true, states: connectedBefore))
+                connectedBefore = true
+            case .event(.brokerDisconnected):
+                connected = false
             case .event(.brokerConnected):
                 // As `DeviceTopicFeature`: the first connect delivers what QoS 1 buffered; a reconnect may follow a
                 // broker that lost its retained messages. Unlike a connection, a broadcast heard is a fact whichever
@@ -167,10 +255,24 @@ public struct AdvertFeature: BridgeFeature {
                     logger.info("clearing stale Home Assistant config \(topic)")
                     context.publish(topic, "", qos: 1, retain: true)
                 }
+                if case .stale = leftover {
+                    for topic in discovery.advertStateTopics(message) where leftovers.clearOnce(topic) {
+                        context.publish(topic, "", qos: 1, retain: true)
+                    }
+                }
+            case .event(.rearm(let device)):
+                guard let actions = tracker.rearm(device.name) else { break }
+                logger.notice("encryption counters of \(device.name) re-armed: its next counter is believed")
+                await perform(actions)
             case .event(.deviceRemoved(let device, _)):
                 for topic in (retained.removeValue(forKey: device.name) ?? []).sorted() {
                     context.publish(topic, "", qos: 1, retain: true)
                 }
+            case .timer(.sweepEnd(let number)) where number == sweepNumber:
+                for filter in sweepFilters { context.unsubscribe(filter) }
+                sweepFilters = []
+            case .timer(.sweepEnd):
+                break
             case .timer(.homeAssistantBirth):
                 pendingBirth = false
                 await perform(tracker.announce())
@@ -188,10 +290,10 @@ public struct AdvertFeature: BridgeFeature {
         }
     }
 
-    /// Home Assistant's birth topic and the filters its retained broadcaster configs are found on.
+    /// Home Assistant's birth topic, subscribed while discovery is on (the configs only for a sweep, `startSweep`).
     static func filters(_ discovery: HomeAssistantDiscovery?) -> [String] {
         guard let discovery else { return [] }
-        return [discovery.statusTopic] + discovery.advertConfigFilters
+        return [discovery.statusTopic]
     }
 
     /// `B/D/<name>`: a reading's or an event's topic.
@@ -201,10 +303,12 @@ public struct AdvertFeature: BridgeFeature {
 
     /// `{"level":"error","message":…,"device":…}` on `B/bridge/log`, as the bridge's other errors.
     static func errorReport(device: String, reason: String) -> String {
-        JSONValue.object([
-            ("level", .string("error")),
-            ("message", .string("\(device): broadcasts cannot be read: \(reason)")),
-            ("device", .string(device)),
-        ]).serialized
+        report(level: "error", device: device, message: "\(device): broadcasts cannot be read: \(reason)")
+    }
+
+    static func report(level: String, device: String?, message: String) -> String {
+        var members: [(String, JSONValue)] = [("level", .string(level)), ("message", .string(message))]
+        if let device { members.append(("device", .string(device))) }
+        return JSONValue.object(members).serialized
     }
 }

@@ -18,12 +18,18 @@ struct Advertiser: Sendable {
     var held = false
 
     var deduplicator = AdvertDeduplicator()
+    /// Where the device's encryption counters are judged (`ReplayLedger`): its address and key; nil without a key.
+    var counterEntry: ReplayLedger.Entry?
+    /// The last `counterWentBack` report: the first at once, then at most one a `period`.
+    var lastWentBack: ContinuousClock.Instant?
     /// The last broadcast heard, when, and whether it decoded: the same bytes again soon after (a second adapter,
     /// or the device repeating its advertisement) are one broadcast.
     var lastBroadcast: (broadcast: Broadcast, at: ContinuousClock.Instant, decoded: Bool)?
     /// The last broadcast that decoded, and when: availability counts from it.
     var lastDecoded: Broadcast?
     var lastHeard: ContinuousClock.Instant?
+    /// The last broadcast of any kind (decoded or not): an auto device silent this long leaves.
+    var lastSeen: ContinuousClock.Instant?
     /// nil until the first decoded broadcast.
     var online: Bool?
     /// The last payload of each reading (by topic level), as published or to publish when the device is owned.
@@ -33,12 +39,20 @@ struct Advertiser: Sendable {
     /// The RSSI last published and when.
     var rssi: (value: Int, at: ContinuousClock.Instant)?
     var lastError: ContinuousClock.Instant?
+    /// Readings and events dropped by the bounds (`AdvertTracker.maxEntitiesPerDevice`, `maxRepeats`); reported once.
+    var dropped = 0
 
     init(device: DeviceConfig, auto: Bool, confirmed: Bool, owned: Bool) {
         self.device = device
         self.auto = auto
         self.confirmed = confirmed
         self.owned = owned
+        counterEntry = Self.counterEntry(of: device)
+    }
+
+    static func counterEntry(of device: DeviceConfig) -> ReplayLedger.Entry? {
+        guard let key = device.bindkey, let fingerprint = KeyFingerprint(key: key.bytes) else { return nil }
+        return ReplayLedger.Entry(address: device.address.description, key: fingerprint)
     }
 
     /// What this bridge may say about the device now.
@@ -72,6 +86,13 @@ struct Advertiser: Sendable {
     mutating func admitError(now: ContinuousClock.Instant, period: Duration) -> Bool {
         if let last = lastError, now - last < period { return false }
         lastError = now
+        return true
+    }
+
+    /// A counter that went back: the first report at once, then at most one a `period`.
+    mutating func admitWentBack(now: ContinuousClock.Instant, period: Duration) -> Bool {
+        if let last = lastWentBack, now - last < period { return false }
+        lastWentBack = now
         return true
     }
 

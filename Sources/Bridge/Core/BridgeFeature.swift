@@ -1,4 +1,5 @@
 import MQTT
+import Config
 
 /// A unit of bridge behaviour built on the core's events (zigbee2mqtt's "extensions"): availability, RSSI, events
 /// and logs, Home Assistant discovery. Each runs as one task with its own state, and ends when `events` ends.
@@ -53,6 +54,12 @@ public struct FeatureContext: Sendable {
     /// topic feature does not publish it again.
     public func setAvailability(_ device: String, online: Bool) {
         host.requests.yield(.availability(device: device, online: online))
+    }
+
+    /// Passive (docs/adverts.md, "Re-arming"): tells the adverts feature (`CoreEvent.rearm`) that the device counts
+    /// from zero again. Every feature hears it, in order with the broadcasts heard after it.
+    public func rearm(_ device: DeviceConfig) {
+        host.emit(.rearm(device))
     }
 
     /// Fleet: an owned device is held (`OwnershipAction.hold`) or no longer.

@@ -58,8 +58,9 @@ extension DeviceChange {
             guard let device = new.devices.first(where: { $0.name == name }) else {
                 return .failure(.unknownDevice(name))
             }
-            guard device.source.kind != .advert else { return .failure(.heardNotSaved(name)) }
-            guard device.source.kind == .api else {
+            // An auto device (docs/adverts.md) is removed from the running config: its slot and retained topics go
+            // now; it comes back only when heard again while its format is in `adverts.auto`.
+            guard device.source.kind == .api || device.source.kind == .advert else {
                 return .failure(.fromConfigFile(name, file: device.source.file, line: device.source.line))
             }
             new.devices.removeAll { $0.name == name }

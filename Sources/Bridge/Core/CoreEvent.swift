@@ -46,6 +46,9 @@ public indirect enum CoreEvent: Sendable {
     /// Passive (docs/adverts.md): an advertisement one adapter heard, when `adverts.enabled`; for any broadcaster,
     /// saved or not (the adverts feature decides what it is).
     case broadcast(HeardBroadcast)
+    /// Passive (docs/adverts.md, "Re-arming"): the bridge API's `device/rearm`: the device's encryption counters are
+    /// to be believed from their next value on.
+    case rearm(DeviceConfig)
     /// The bridge is shutting down; the broker connection is still up.
     case stopping
     /// The adapters' states (docs/adapters.md `B/bridge/adapters`) or where devices are placed (device name → adapter) changed.

@@ -16,8 +16,6 @@ public enum DeviceChangeError: Error, Sendable, Equatable, CustomStringConvertib
     case unknownDevice(String)
     /// The device is defined in the main config file (file, line): only the file can change it.
     case fromConfigFile(String, file: String, line: Int)
-    /// An auto device (docs/adverts.md): heard, never saved, so there is nothing to remove.
-    case heardNotSaved(String)
 
     public var description: String {
         switch self {
@@ -26,8 +24,6 @@ public enum DeviceChangeError: Error, Sendable, Equatable, CustomStringConvertib
         case .unknownDevice(let name): "no device named \"\(name)\""
         case .fromConfigFile(let name, let file, let line):
             "device \"\(name)\" is defined in \(file)\(line > 0 ? ":\(line)" : ""); remove it there"
-        case .heardNotSaved(let name):
-            "device \"\(name)\" was heard, not saved: it comes back while it broadcasts; take its format out of adverts.auto to ignore it, or adopt it with device/add"
         }
     }
 }

@@ -252,6 +252,8 @@ struct BridgeAPIFeature: BridgeFeature {
             return BridgeResponse.ok(await health(state), transaction: transaction)
         case .device(let object):
             return await add(object, transaction: transaction, state: &state, context: context)
+        case .name(let name) where request.verb == .deviceRearm:
+            return await rearm(name, transaction: transaction, context: context)
         case .name(let name):
             return await remove(name, transaction: transaction, context: context)
         case .scan, .address:
@@ -273,7 +275,8 @@ struct BridgeAPIFeature: BridgeFeature {
             return BridgeResponse.error(DeviceChangeError.unknownDevice(name).description, transaction: transaction)
         }
         do throws(DropInStore.Failure) {
-            try DropInStore.delete(device.source.file)
+            // An auto device (docs/adverts.md) was never saved: nothing to delete.
+            if device.source.kind != .advert { try DropInStore.delete(device.source.file) }
         } catch {
             logger.error("device \(device.name) not removed: its drop-in stays: \(error)")
             return BridgeResponse.error("device \(device.name) not removed: \(error)", transaction: transaction)
@@ -287,6 +290,24 @@ struct BridgeAPIFeature: BridgeFeature {
         case .failure(let error)?:
             return BridgeResponse.error(error.description, transaction: transaction)
         }
+    }
+
+    /// A passive device whose encryption counter went back (a new battery): its next counter is believed
+    /// (docs/adverts.md, "Re-arming"). The adverts feature does it; any device that decodes broadcasts may be named.
+    func rearm(_ name: String, transaction: JSONValue?, context: FeatureContext) async -> String {
+        guard let config = await context.currentConfig() else {
+            return BridgeResponse.error("the bridge is stopping", transaction: transaction)
+        }
+        guard let device = config.devices.first(where: { $0.name == name }) else {
+            return BridgeResponse.error(DeviceChangeError.unknownDevice(name).description, transaction: transaction)
+        }
+        guard device.advert != nil else {
+            return BridgeResponse.error("device \(device.name) has no advert: it has no broadcasts to re-arm",
+                                        transaction: transaction)
+        }
+        context.rearm(device)
+        logger.notice("device \(device.name) re-armed over the bridge API")
+        return BridgeResponse.ok(.object([]), transaction: transaction)
     }
 
     func add(_ object: JSONValue, transaction: JSONValue?, state: inout APIState,

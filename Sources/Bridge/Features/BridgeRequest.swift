@@ -7,6 +7,7 @@ struct BridgeRequest: Sendable, Equatable {
         case devices
         case deviceAdd = "device/add"
         case deviceRemove = "device/remove"
+        case deviceRearm = "device/rearm"
         case scan, inspect, health
     }
 
@@ -92,10 +93,10 @@ struct BridgeRequest: Sendable, Equatable {
         case .deviceAdd:
             // Validated by the config validator, which names every problem by its JSON path.
             return .device(object)
-        case .deviceRemove:
+        case .deviceRemove, .deviceRearm:
             try only(["name"])
             guard let name = object["name"]?.stringValue, !name.isEmpty else {
-                throw Failure(message: "device/remove needs \"name\": the device's name")
+                throw Failure(message: "\(verb.rawValue) needs \"name\": the device's name")
             }
             return .name(name)
         case .scan:

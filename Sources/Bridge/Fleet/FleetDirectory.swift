@@ -93,7 +93,7 @@ struct FleetDirectory: Sendable, Equatable {
     /// level of the saved device an `inspect` names, if it names one.
     func route(_ verb: BridgeRequest.Verb?, inspecting level: String? = nil) -> Route {
         switch verb {
-        case .deviceAdd, .deviceRemove:
+        case .deviceAdd, .deviceRemove, .deviceRearm:
             return isCoordinator ? .answer : .applySilently
         case .inspect:
             if let level, let owner = liveOwner(level) { return owner == id ? .answer : .ignore }

@@ -6,9 +6,10 @@ import MQTT
 /// Broadcasters' Home Assistant configs this bridge left behind in an earlier run. `HomeAssistantFeature` sweeps its
 /// own leftovers by comparing with what the config announces; a broadcaster's entities come from what it was heard
 /// to send, so the rule here is by device instead: a retained config under `gattbridge_<ADDRESS>_advert` whose
-/// address no configured broadcaster has is stale, unless it is of an auto device that will be added again when
-/// heard (named `<format>-<address>`, its format still in `adverts.auto`). Device triggers carry no availability: they
-/// go with the entities of their device.
+/// address no configured broadcaster has is stale, an auto device's too (issue 40: a hundred forged addresses left a
+/// hundred ghost devices in Home Assistant; a real one is announced again when next heard). Device triggers carry no
+/// availability: they go with the entities of their device. The sweep runs for a few seconds after a connect
+/// (`AdvertFeature.sweepWindow`).
 extension HomeAssistantDiscovery {
     /// The components broadcasters' entities use, one filter each: `<prefix>/<component>/+/+/config`.
     var advertConfigFilters: [String] {
@@ -43,15 +44,26 @@ extension HomeAssistantDiscovery {
         guard config.fleet == nil, message.retain, !message.payload.isEmpty, let address = advertAddress(message.topic),
               !config.devices.contains(where: { $0.address == address && $0.advert != nil }),
               let json = try? JSONValue.parse(message.payloadString) else { return nil }
-        let adverts = config.adverts
-        if adverts.enabled, let name = json["device"]?["name"]?.stringValue,
-           adverts.auto.contains(where: { name == "\($0.rawValue)-\(address.withoutColons.lowercased())" }) {
-            return nil
-        }
         if json["automation_type"] != nil { return .trigger(address) }
         let availability = json["availability"]?.arrayValue?.compactMap { $0["topic"]?.stringValue }
             ?? json["availability_topic"]?.stringValue.map { [$0] } ?? []
         return availability.contains(topics.bridgeState) ? .stale(address) : nil
+    }
+}
+
+extension HomeAssistantDiscovery {
+    /// The retained topics a stale config's device left under the base topic: the config's reading
+    /// (`B/<level>/<reading>`) and the device's availability and RSSI. None when the level is a configured device's
+    /// (a saved device took the name) or the bridge's own.
+    func advertStateTopics(_ message: MQTTMessage) -> [String] {
+        guard let json = try? JSONValue.parse(message.payloadString),
+              let state = json["state_topic"]?.stringValue ?? json["topic"]?.stringValue,
+              state.hasPrefix(topics.base + "/") else { return [] }
+        let levels = state.dropFirst(topics.base.count + 1).split(separator: "/", omittingEmptySubsequences: false)
+        guard levels.count == 2, levels[0] != "bridge", !levels[0].isEmpty, !levels[1].isEmpty,
+              !config.devices.contains(where: { $0.topicLevel == levels[0] }) else { return [] }
+        let device = "\(topics.base)/\(levels[0])"
+        return [state, device + "/availability", device + "/rssi"]
     }
 }
 
@@ -63,6 +75,14 @@ struct AdvertLeftoverSweep: Sendable {
     private var staleAddresses: Set<BluetoothAddress> = []
     private var waiting: [BluetoothAddress: [String]] = [:]
     private var waitingCount = 0
+    /// The reading, availability and RSSI topics cleared already (several configs name one device's).
+    private var cleared: Set<String> = []
+
+    /// True the first time, for at most `limit` topics.
+    mutating func clearOnce(_ topic: String) -> Bool {
+        guard cleared.count < Self.limit else { return false }
+        return cleared.insert(topic).inserted
+    }
 
     /// The topics to clear now.
     mutating func admit(_ leftover: HomeAssistantDiscovery.AdvertLeftover, topic: String) -> [String] {

@@ -6,8 +6,9 @@ import MQTT
 /// Home Assistant MQTT discovery as a feature: publishes the configs `HomeAssistantDiscovery` builds when the broker
 /// connects and when Home Assistant announces itself online (then, a moment later, the current states), clears the
 /// configs of channels and devices that left the config, keeps device blocks' model/manufacturer current once GATT
-/// Device Information was read, and clears retained configs this bridge left behind in an earlier run. Publishes
-/// nothing when disabled.
+/// Device Information was read, and clears retained configs this bridge left behind in an earlier run, read in a
+/// sweep of `AdvertFeature.sweepWindow` after each connect (kept subscribed, every config the bridge publishes would
+/// come back into its own inbox). Publishes nothing when disabled.
 struct HomeAssistantFeature: BridgeFeature {
     let version: String
     let logger: Logger
@@ -18,7 +19,11 @@ struct HomeAssistantFeature: BridgeFeature {
     /// pending republish: a flood of `online` costs one republish per window, not one per message.
     static let birthRepublishDelay: Duration = .milliseconds(500)
 
-    private enum Timer: Sendable { case republishStates, republishConfigs }
+    private enum Timer: Sendable {
+        case republishStates, republishConfigs
+        /// The sweep with this number is over.
+        case sweepEnd(Int)
+    }
 
     func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         var discovery: HomeAssistantDiscovery?
@@ -33,6 +38,20 @@ struct HomeAssistantFeature: BridgeFeature {
         /// Fleet (docs/fleet.md): the devices this bridge owns, the only ones it publishes or clears configs for.
         var owned: Set<String> = []
         func speaksFor(_ device: DeviceConfig) -> Bool { discovery?.config.fleet == nil || owned.contains(device.name) }
+        /// The config filter while a sweep reads it, and the sweep's number.
+        var sweepFilter: String?
+        var sweepNumber = 0
+        var connected = false
+
+        func startSweep() -> [(at: ContinuousClock.Instant, timer: Timer)] {
+            if let filter = sweepFilter { context.unsubscribe(filter) }
+            sweepFilter = nil
+            guard let discovery, discovery.isEnabled else { return [] }
+            sweepFilter = discovery.configFilter
+            context.subscribe(discovery.configFilter)
+            sweepNumber += 1
+            return [(.now + AdvertFeature.sweepWindow, .sweepEnd(sweepNumber))]
+        }
 
         /// Publishes every config (`changedOnly`: those whose payload differs from the last one published); true
         /// when one of them was never published before by this process.
@@ -79,13 +98,15 @@ struct HomeAssistantFeature: BridgeFeature {
                     }
                     if previous.isEnabled && (previous.discoveryPrefix != next.discoveryPrefix || !next.isEnabled) {
                         context.unsubscribe(previous.statusTopic)
-                        context.unsubscribe(previous.configFilter)
+                        if let filter = sweepFilter { context.unsubscribe(filter) }
+                        sweepFilter = nil
                     }
                 }
+                var timers: [(at: ContinuousClock.Instant, timer: Timer)] = []
                 if next.isEnabled && (old == nil || previous?.isEnabled != true
                                       || previous?.discoveryPrefix != next.discoveryPrefix) {
                     context.subscribe(next.statusTopic)
-                    context.subscribe(next.configFilter)
+                    if connected { timers = startSweep() }
                     published = [:]
                 }
                 // Only devices whose config changed can have new configs, unless what every config shares changed.
@@ -94,9 +115,19 @@ struct HomeAssistantFeature: BridgeFeature {
                     let before = Dictionary(old.devices.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
                     candidates = config.devices.filter { before[$0.name] != $0 }
                 }
-                if publishAll(changedOnly: true, among: candidates) { return statesSoon() }
+                if publishAll(changedOnly: true, among: candidates) { return timers + statesSoon() }
+                return timers
             case .event(.brokerConnected):
-                if publishAll() { return statesSoon() }
+                connected = true
+                let timers = startSweep()
+                if publishAll() { return timers + statesSoon() }
+                return timers
+            case .event(.brokerDisconnected):
+                connected = false
+            case .timer(.sweepEnd(let number)):
+                guard number == sweepNumber, let filter = sweepFilter else { break }
+                context.unsubscribe(filter)
+                sweepFilter = nil
             case .event(.ownership(let device, let isOwned)):
                 if isOwned { owned.insert(device.name) } else { owned.remove(device.name) }
                 guard isOwned, let discovery, discovery.isEnabled else { break }

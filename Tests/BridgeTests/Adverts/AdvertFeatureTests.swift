@@ -10,6 +10,7 @@ import Testing
 /// The core as `AdvertFeature` sees it: records the auto devices it is asked to add.
 final class RecordingCore: DeviceManaging {
     let added = Mutex<[DeviceConfig]>([])
+    let removed = Mutex<[String]>([])
     let refuse: Bool
 
     init(refuse: Bool = false) { self.refuse = refuse }
@@ -17,6 +18,10 @@ final class RecordingCore: DeviceManaging {
     func currentConfig() async -> BridgeConfig { testConfig() }
 
     func updateDevices(_ change: DeviceChange) async -> Result<DeviceConfig, DeviceChangeError>? {
+        if case .remove(let name) = change {
+            removed.withLock { $0.append(name) }
+            return .failure(.unknownDevice(name))
+        }
         guard case .add(let device) = change else { return nil }
         added.withLock { $0.append(device) }
         return refuse ? .failure(.nameTaken(device.name)) : .success(device)
@@ -139,6 +144,20 @@ final class RecordingCore: DeviceManaging {
         }
     }
 
+    /// Before issue 40 an auto device only went offline, and kept its slot and its retained topics for good.
+    @Test func aSilentAutoDeviceLeavesTheConfig() async throws {
+        let core = RecordingCore()
+        try await run(core) { host, link in
+            let settings = F.settings(auto: [.bthome], timeout: .milliseconds(200))
+            host.emit(.configApplied(old: nil, new: config([], settings: settings)))
+            host.emit(.broadcast(F.heard(F.reading(id: 1))))
+            try await eventually("added") { core.added.withLock { $0.count } == 1 }
+            let device = core.added.withLock { $0[0] }
+            host.emit(.configApplied(old: config([], settings: settings), new: config([device], settings: settings)))
+            try await eventually("removed") { core.removed.withLock { $0 } == [device.name] }
+        }
+    }
+
     @Test func aSilentDeviceGoesOffline() async throws {
         try await run { host, link in
             host.emit(.configApplied(old: nil, new: config([F.passive()], settings: F.settings(timeout: .milliseconds(200)))))
@@ -212,13 +231,20 @@ final class RecordingCore: DeviceManaging {
         }
     }
 
-    @Test func leftoversOfAnEarlierRunAreCleared() async throws {
+    /// The configs are read for the start-up sweep only: subscribed for good, every config the bridge published came
+    /// back into its own inbox (issue 40). An auto device's leftover goes too, with its reading, availability and RSSI.
+    @Test func leftoversOfAnEarlierRunAreClearedInASweepAfterTheConnect() async throws {
         let gone = "homeassistant/sensor/gattbridge_A4C1381A2B3D_advert/temperature/config"
         let goneTrigger = "homeassistant/device_automation/gattbridge_A4C1381A2B3D_advert/button_press/config"
         let live = "homeassistant/sensor/gattbridge_A4C1381A2B3C_advert/humidity/config"
         let own = #"{"availability":[{"topic":"b/bridge/state"}],"device":{"name":"old"}}"#
+        let ghost = "homeassistant/sensor/gattbridge_A4C138000009_advert/temperature/config"
+        let ghostConfig = #"{"availability":[{"topic":"b/bridge/state"}],"device":{"name":"bthome-a4c138000009"},"#
+            + #""state_topic":"b/bthome-a4c138000009/temperature"}"#
         try await run { host, link in
             host.emit(.configApplied(old: nil, new: config([F.passive()])))
+            try await eventually("birth topic") { link.filters.withLock { $0.count == 1 } }
+            host.emit(.brokerConnected)
             try await eventually("subscribed") { link.filters.withLock { $0.count == 6 } }
             func retained(_ topic: String, _ payload: String) {
                 _ = host.route(MQTTMessage(topic: topic, string: payload, qos: .atLeastOnce, retain: true))
@@ -226,8 +252,14 @@ final class RecordingCore: DeviceManaging {
             retained(goneTrigger, #"{"automation_type":"trigger","device":{"name":"old"}}"#)
             retained(live, own)
             retained(gone, own)
+            retained(ghost, ghostConfig)
             try await eventually("cleared") { link.payloads(goneTrigger) == [""] && link.payloads(gone) == [""] }
+            try await eventually("ghost cleared") {
+                link.payloads(ghost) == [""] && link.payloads("b/bthome-a4c138000009/temperature") == [""]
+                    && link.payloads("b/bthome-a4c138000009/availability") == [""]
+            }
             #expect(link.payloads(live).isEmpty)
+            try await eventually("sweep over", within: .seconds(20)) { link.filters.withLock { $0.count == 1 } }
         }
     }
 

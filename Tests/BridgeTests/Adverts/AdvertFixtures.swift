@@ -56,6 +56,8 @@ extension [AdvertAction] {
     var errors: [String] { compactMap { if case .error(_, let reason) = $0 { reason } else { nil } } }
     var availability: [Bool] { compactMap { if case .availability(_, let online) = $0 { online } else { nil } } }
     var rssi: [Int] { compactMap { if case .rssi(_, let value) = $0 { value } else { nil } } }
+    var wentBack: [UInt32] { compactMap { if case .counterWentBack(_, let counter, _) = $0 { counter } else { nil } } }
+    var counterSaves: Int { count { if case .countersChanged = $0 { true } else { false } } }
     var added: [DeviceConfig] { compactMap { if case .addAutoDevice(let device) = $0 { device } else { nil } } }
     var entities: [AdvertEntity] { compactMap { if case .discovery(_, let entity) = $0 { entity } else { nil } } }
 }

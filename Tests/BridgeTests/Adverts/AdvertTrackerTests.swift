@@ -72,9 +72,9 @@ import Testing
         }
         var right = F.tracker([F.passive(bindkey: hexKey)])
         #expect(right.heard(F.heard(try sealed(200)), now: t0).measurements == ["temperature": "25.06"])
-        // A lower counter is a replay: dropped, not an error.
+        // A lower counter is a replay: dropped, and reported as a counter that went back.
         let replay = right.heard(F.heard(try sealed(150, "02cb09")), now: t0 + .seconds(3))
-        #expect(replay.measurements.isEmpty && replay.errors.isEmpty)
+        #expect(replay.measurements.isEmpty && replay.errors.isEmpty && replay.wentBack == [150])
         #expect(right.heard(F.heard(try sealed(201, "02cb09")), now: t0 + .seconds(6)).measurements == ["temperature": "25.07"])
 
         var wrong = F.tracker([F.passive(bindkey: "00112233445566778899aabbccddeeff")])
@@ -308,5 +308,91 @@ import Testing
         #expect(echo.events.isEmpty && echo.rssi == [-80])
         #expect(tracker.heard(F.heard(F.bthome("3a02")), now: t0 + .seconds(31)).events.count == 1)
         #expect(tracker.heard(F.heard(press), now: t0 + .seconds(32)).events.count == 1)
+    }
+
+    // MARK: Replays (issue 40)
+
+    /// The audit's button: counters 10, 11, 2000–2005 pressed, then the captures 10, 2002, 2003, 11 and 2004 replayed.
+    /// Before, replaying 10 (below 100, always believed) made every older capture fresh again: five forged presses.
+    @Test func noReplayedPressIsEverPublished() throws {
+        let hexKey = "231d39c1d7cc1ab1aee224cd096db932"
+        func press(_ counter: UInt32) throws -> HeardBroadcast {
+            // Packet id, then a button press; the trigger-based info byte, as a real button sends.
+            F.heard(try #require(BTHomeDecoder.encrypt(objects: [0x00, UInt8(counter & 0xFF), 0x3A, 0x01],
+                                                       address: F.thermo, bindkey: F.key, counter: counter,
+                                                       info: 0x45)))
+        }
+        var tracker = F.tracker([F.passive(bindkey: hexKey)])
+        var at = t0
+        var presses = 0, saves = 0
+        for counter: UInt32 in [10, 11, 2000, 2001, 2002, 2003, 2004, 2005] {
+            at += .seconds(3)
+            let out = tracker.heard(try press(counter), now: at)
+            presses += out.events.count
+            saves += out.counterSaves
+        }
+        #expect(presses == 8 && saves == 8)
+        var reports: [UInt32] = []
+        for counter: UInt32 in [10, 2002, 2003, 11, 2004, 2005] {
+            at += .seconds(3)
+            let out = tracker.heard(try press(counter), now: at)
+            #expect(out.events.isEmpty, "replayed press \(counter) published")
+            #expect(out.counterSaves == 0)
+            reports += out.wentBack
+        }
+        // Reported once (the first replay), then at most once an hour.
+        #expect(reports == [10])
+        #expect(tracker.heard(try press(12), now: at + .seconds(3600)).wentBack == [12])
+
+        // A restart: the marks saved come back, and the captures stay worthless.
+        var restarted = AdvertTracker()
+        restarted.restore(ReplayLedger(lines: tracker.ledger.lines))
+        _ = restarted.configure(settings: F.settings(), devices: [F.passive(bindkey: hexKey)], fleet: false)
+        for counter: UInt32 in [10, 11, 2000, 2005] {
+            #expect(restarted.heard(try press(counter), now: at + .seconds(Int64(counter))).events.isEmpty)
+        }
+        #expect(restarted.heard(try press(2006), now: at + .seconds(4000)).events.count == 1)
+
+        // Re-armed (a new battery): the next counter is believed whatever it is, and becomes the mark.
+        #expect(restarted.rearm("thermo")?.counterSaves == 1)
+        #expect(restarted.rearm("nobody") == nil)
+        #expect(restarted.heard(try press(3), now: at + .seconds(4003)).events.count == 1)
+        #expect(restarted.heard(try press(2), now: at + .seconds(4006)).events.isEmpty)
+        // A reload keeps the marks of the devices still keyed, and drops the others'.
+        _ = restarted.configure(settings: F.settings(), devices: [F.passive(bindkey: hexKey)], fleet: false)
+        #expect(restarted.ledger.marks.count == 1)
+        let dropped = restarted.configure(settings: F.settings(), devices: [F.passive()], fleet: false)
+        #expect(restarted.ledger.marks.isEmpty && dropped.counterSaves == 1)
+    }
+
+    /// A keyed Xiaomi device ignores plaintext frames (anyone can send one with its address), unless the user says
+    /// its firmware sends some (`allow_plaintext`).
+    @Test func aKeyedXiaomiDeviceIgnoresPlaintextUnlessAllowed() throws {
+        let address = BluetoothAddress("58:2D:34:3B:2E:BF")!
+        let plaintext = try Hex.decode("5020aa01a3bf2e3b342d580d1004b40095020a10013b")
+        let heard = F.heard(plaintext, from: address, uuid: XiaomiDecoder.uuid)
+        var keyed = F.tracker([F.passive("lywsd", address, format: .format(.xiaomi),
+                                         bindkey: "a3bfe9853dd85a620debe3620caaa351")])
+        let refused = keyed.heard(heard, now: t0)
+        #expect(refused.measurements.isEmpty && refused.availability.isEmpty)
+        #expect(refused.errors == ["unencrypted broadcast from a device with a bindkey (ignored)"])
+        var device = F.passive("lywsd", address, format: .format(.xiaomi), bindkey: "a3bfe9853dd85a620debe3620caaa351")
+        device.allowPlaintext = true
+        var mixed = F.tracker([device])
+        #expect(mixed.heard(heard, now: t0).measurements["temperature"] == "18")
+        var plain = F.tracker([F.passive("lywsd", address, format: .format(.xiaomi))])
+        #expect(plain.heard(heard, now: t0).measurements["temperature"] == "18")
+    }
+
+    /// BTHome text objects (0x53) reached MQTT verbatim, ESC, NUL and newline included (issue 40): the reading is
+    /// still published, its controls escaped.
+    @Test func controlCharactersOfATextReadingAreEscaped() {
+        var tracker = F.tracker([F.passive()])
+        // "a", ESC "[2J", NUL, LF, DEL, U+0085 (C1, two UTF-8 bytes), "z".
+        let text: [UInt8] = [0x61, 0x1B, 0x5B, 0x32, 0x4A, 0x00, 0x0A, 0x7F, 0xC2, 0x85, 0x7A]
+        let out = tracker.heard(F.heard([0x40, 0x53, UInt8(text.count)] + text), now: t0)
+        #expect(out.measurements == ["text": "a\\x1b[2J\\x00\\n\\x7f\\x85z"])
+        let published = out.measurements["text"] ?? ""
+        #expect(!published.unicodeScalars.contains { $0.value < 0x20 || (0x7F..<0xA0).contains($0.value) })
     }
 }

@@ -144,14 +144,27 @@ import Testing
         #expect(d.advertLeftover(message("gattbridge_A4C138000001", Self.own)) == nil)
         #expect(d.advertLeftover(message("gattbridge_A4C138000001_advert", "not json")) == nil)
         #expect(d.advertLeftover(message("gattbridge_A4C13800000_advert", Self.own)) == nil)
-        // An auto device comes back when heard; a fleet's leftovers may be another bridge's.
-        #expect(discovery(auto: [.bthome]).advertLeftover(message("gattbridge_A4C138000001_advert", Self.own)) == nil)
+        // An auto device's is cleared too (it is announced again when next heard); a fleet's leftovers may be another
+        // bridge's.
+        #expect(discovery(auto: [.bthome]).advertLeftover(message("gattbridge_A4C138000001_advert", Self.own))
+            == .stale(Self.stranger))
         #expect(discovery(fleet: true).advertLeftover(message("gattbridge_A4C138000001_advert", Self.own)) == nil)
         #expect(d.advertLeftover(message("gattbridge_A4C138000001_advert", #"{"automation_type":"trigger"}"#,
                                          component: "device_automation")) == .trigger(Self.stranger))
         let tracker = #"{"availability_topic":"b/bridge/state"}"#
         #expect(d.advertLeftover(message("gattbridge_A4C138000001_advert", tracker, component: "device_tracker"))
             == .stale(Self.stranger))
+    }
+
+    @Test func aStaleConfigsReadingAvailabilityAndRSSIAreClearedToo() {
+        let d = discovery(auto: [.bthome])
+        let config = #"{"availability":[{"topic":"b/bridge/state"}],"state_topic":"b/bthome-a4c138000001/temperature"}"#
+        #expect(d.advertStateTopics(message("gattbridge_A4C138000001_advert", config)) == [
+            "b/bthome-a4c138000001/temperature", "b/bthome-a4c138000001/availability", "b/bthome-a4c138000001/rssi"])
+        // Not under the base topic, the bridge's own, a configured device's level: left alone.
+        for state in ["other/x/temperature", "b/bridge/state", "b/thermo/temperature", "b/x/y/z"] {
+            #expect(d.advertStateTopics(message("n", #"{"state_topic":"\#(state)"}"#)).isEmpty)
+        }
     }
 
     @Test func triggersGoWithTheirDevicesEntitiesWhicheverComesFirst() {
