@@ -11,12 +11,10 @@ import Synchronization
 /// The loop tells it, on each change, where answers go and whether this bridge answers the shared requests (in a
 /// fleet only the coordinator does); until the config arrives nothing is answered, as the loop would not either.
 ///
-/// At most `perSecond` busy answers go out in a second: a script's burst of a few hundred is answered in full, while
-/// a flood of thousands does not fill the outgoing queue with answers nobody reads, where the answers to the
-/// requests that are served would wait behind them. The rest are counted and only logged.
+/// At most 256 busy answers go out in a second (a burst of 256): a script's burst of a few hundred is answered in
+/// full, while a flood of thousands does not fill the outgoing queue with answers nobody reads, where the answers to
+/// the requests that are served would wait behind them. The rest are counted and only logged.
 final class BusyAnswers: Sendable {
-    static let perSecond = 256
-
     struct Routing: Sendable, Equatable {
         var state: APIState.Topics
         var replies: ReplyTopicRule
@@ -25,8 +23,7 @@ final class BusyAnswers: Sendable {
     }
 
     private let routing = Mutex<Routing?>(nil)
-    /// The current one-second window and the answers given in it.
-    private let window = Mutex<(start: ContinuousClock.Instant?, answered: Int)>((nil, 0))
+    private let rate = Mutex(TokenBucket(capacity: 256, interval: .seconds(1) / 256))
 
     func update(_ new: Routing?) {
         routing.withLock { if $0 != new { $0 = new } }
@@ -37,7 +34,7 @@ final class BusyAnswers: Sendable {
     func answer(_ request: MQTTMessage, queued limit: Int, context: FeatureContext) {
         guard let routing = routing.withLock({ $0 }), !request.retain,
               let (verb, shared) = routing.state.verb(of: request.topic),
-              !shared || routing.answersShared, admitted(now: ContinuousClock.now) else { return }
+              !shared || routing.answersShared, rate.withLock({ $0.take(now: .now) }) else { return }
         let transaction: JSONValue?
         switch BridgeRequest.parse(verb: verb, payload: request.payload) {
         case .success(let parsed): transaction = parsed.transaction
@@ -50,16 +47,6 @@ final class BusyAnswers: Sendable {
             var reply = MQTTMessage(topic: target.topic, string: payload, qos: .atLeastOnce, retain: false)
             reply.correlationData = target.correlationData
             context.publish(reply)
-        }
-    }
-
-    /// Whether one more answer fits in the current second.
-    private func admitted(now: ContinuousClock.Instant) -> Bool {
-        window.withLock { window in
-            if window.start.map({ now - $0 >= .seconds(1) }) ?? true { window = (now, 0) }
-            guard window.answered < Self.perSecond else { return false }
-            window.answered += 1
-            return true
         }
     }
 }

@@ -1,6 +1,7 @@
-/// A rate with a burst: `capacity` tokens, one back every `interval`. Anyone in radio range decides how fast the
-/// passive half is asked for new things (entities, auto devices), so those are paid for in tokens; a burst lets a
-/// real start-up (every sensor of a house heard in the first seconds) through. Pure: the caller passes the time.
+/// A rate with a burst: `capacity` tokens, one back every `interval`. For what outsiders decide the pace of: anyone
+/// in radio range asks the passive half for new things (entities, auto devices), any broker client floods the bridge
+/// API with requests that are answered busy; those are paid for in tokens, and a burst lets a real start-up (every
+/// sensor of a house heard in the first seconds) or a script's batch through. Pure: the caller passes the time.
 struct TokenBucket: Sendable {
     let capacity: Int
     let interval: Duration
