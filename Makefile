@@ -125,7 +125,7 @@ test-realbluez: setup build
 	bash scripts/realbluez/run.sh
 
 # The shipped unit under the real systemd (PID 1 of a guest boot of its own), its watchdog under load for 2 minutes
-# (docs/dev/REAL-BLUEZ.md#the-systemd-boot): about 5 minutes, so not part of test-realbluez (REALBLUEZ_SYSTEMD=1 adds
+# (docs/dev/REAL-BLUEZ.md#the-systemd-boot): about 4–5 minutes, so not part of test-realbluez (REALBLUEZ_SYSTEMD=1 adds
 # it there). The -deb variant runs the unit and binary of the Debian package.
 .PHONY: test-realbluez-systemd test-realbluez-systemd-deb
 test-realbluez-systemd: setup build

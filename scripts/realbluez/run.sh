@@ -17,7 +17,7 @@
 #   REALBLUEZ_TIMEOUT    host-side limit for each boot, in seconds (default 420)
 #   REALBLUEZ_SYSTEMD=1  also a second boot, where the real systemd runs the shipped unit under load
 #                        (Tests/realbluez/test_systemd_watchdog.py; its logs in $REALBLUEZ_OUT_DIR-systemd). Off by
-#                        default: it adds about 5 minutes (a 2-minute window) to the tier
+#                        default: it adds about 4–5 minutes (a 2-minute window) to the tier
 #   REALBLUEZ_SYSTEMD_ONLY=1  only that boot (`make test-realbluez-systemd`)
 #   REALBLUEZ_WATCHDOG_WINDOW_S  that scenario's observation window (default 120 s)
 #   PYTEST_ARGS          extra pytest arguments inside the guest (e.g. -k scan)
