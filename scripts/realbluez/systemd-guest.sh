@@ -41,8 +41,10 @@ rm -rf /etc/systemd/system/*.wants
 unit_dir=/etc/systemd/system
 packaged="$(dirname "$BIN")/../../lib/systemd/system/gattbridge.service"
 if [ -f "$packaged" ]; then
+    echo "systemd-guest: the unit from the package, $packaged"
     cp "$packaged" "$unit_dir/gattbridge.service"
 else
+    echo "systemd-guest: the unit rendered from systemd/gattbridge.service"
     sed -e 's|/usr/local/bin/gattbridge|/usr/bin/gattbridge|' "$REPO/systemd/gattbridge.service" \
         > "$unit_dir/gattbridge.service"
 fi
