@@ -143,6 +143,17 @@ test-homeassistant: setup build
 test-realbluez: setup build
 	bash scripts/realbluez/run.sh
 
+# The shipped unit under the real systemd (PID 1 of a guest boot of its own), its watchdog under load for 2 minutes
+# (docs/dev/REAL-BLUEZ.md#the-systemd-boot): about 4–5 minutes, so not part of test-realbluez (REALBLUEZ_SYSTEMD=1 adds
+# it there). The -deb variant runs the unit and binary of the Debian package.
+.PHONY: test-realbluez-systemd test-realbluez-systemd-deb
+test-realbluez-systemd: setup build
+	REALBLUEZ_SYSTEMD_ONLY=1 bash scripts/realbluez/run.sh
+test-realbluez-systemd-deb: setup deb
+	rm -rf $(DEB_EXTRACT) && mkdir -p $(DEB_EXTRACT)
+	dpkg-deb -x $(DEB_FILE) $(DEB_EXTRACT)
+	GATTBRIDGE_BIN=$(CURDIR)/$(DEB_EXTRACT)/usr/bin/gattbridge REALBLUEZ_SYSTEMD_ONLY=1 bash scripts/realbluez/run.sh
+
 # The same tier run by the binary the Debian package ships (unpacked from dist/…deb): what `make test` runs, because
 # that is the build users get (optimised, static Swift stdlib, stripped); the debug build is what the integration
 # tests run.

@@ -14,7 +14,12 @@
 #   REALBLUEZ_BTMON=1    also record an HCI trace (btmon -w) to $REALBLUEZ_OUT_DIR/btmon.snoop
 #   REALBLUEZ_DBUS_MONITOR=1  also record every D-Bus message (dbus-monitor) to logs/dbus-monitor.log
 #   REALBLUEZ_NO_SHIM=1  run btvirt without the connection-handle fix (btvirt-handles.c), to see its bug
-#   REALBLUEZ_TIMEOUT    host-side limit for the whole boot, in seconds (default 420)
+#   REALBLUEZ_TIMEOUT    host-side limit for each boot, in seconds (default 420)
+#   REALBLUEZ_SYSTEMD=1  also a second boot, where the real systemd runs the shipped unit under load
+#                        (Tests/realbluez/test_systemd_watchdog.py; its logs in $REALBLUEZ_OUT_DIR-systemd). Off by
+#                        default: it adds about 4–5 minutes (a 2-minute window) to the tier
+#   REALBLUEZ_SYSTEMD_ONLY=1  only that boot (`make test-realbluez-systemd`)
+#   REALBLUEZ_WATCHDOG_WINDOW_S  that scenario's observation window (default 120 s)
 #   PYTEST_ARGS          extra pytest arguments inside the guest (e.g. -k scan)
 #
 # The exit code is the scenarios' own (pytest's, written by the guest to $REALBLUEZ_OUT_DIR/result), never
@@ -25,6 +30,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 HERE="$REPO/scripts/realbluez"
 CACHE="${REALBLUEZ_CACHE:-$REPO/.build-realbluez}"
 OUT="${REALBLUEZ_OUT_DIR:-$CACHE/out}"
+OUT_SYSTEMD="$OUT-systemd"
 BIN="$(readlink -f "${GATTBRIDGE_BIN:-$REPO/.build/debug/gattbridge}")"
 TIMEOUT="${REALBLUEZ_TIMEOUT:-420}"
 
@@ -53,6 +59,7 @@ case "$REPO$BIN" in *[\ ,:]*) log "paths with spaces, commas or colons cannot be
 bash "$HERE/prepare-guest.sh" "$CACHE"
 
 # --- shares: host directories the guest mounts at the same paths ----------------------------------------------
+# The first four are fixed: attempt() changes the /etc share's guest path and the output directory per boot.
 shares=("usr:/usr:ro" "etc:/etc:ro" "repo:$REPO:ro" "out:/realbluez-out:rw")
 host_paths=("/usr" "/etc" "$REPO" "$OUT")
 case "$BIN" in
@@ -72,8 +79,13 @@ for dir in $(ldd "$BIN" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | xargs -r -
     shares+=("lib$i:$dir:ro"); host_paths+=("$dir"); i=$((i + 1))
 done
 
-# One boot of the guest with every scenario; its exit code is the scenarios'.
+# One boot of the guest; its exit code is the scenarios'. MODE scenarios: busybox runs guest.sh (every scenario
+# of Tests/realbluez); MODE systemd: busybox execs systemd-guest.sh, which makes /etc writable (a copy of the host's,
+# shared at /.host-etc) and execs systemd as PID 1 into realbluez-systemd.target (test_systemd_watchdog.py).
 attempt() {
+    local kind="$1"
+    OUT="$2"
+    host_paths[3]="$OUT"
     rm -rf "$OUT"
     mkdir -p "$OUT"
     # btvirt's connection handles go wrong as soon as hci0 holds two connections: a small LD_PRELOAD shim fixes
@@ -94,7 +106,16 @@ attempt() {
     # Compile the Python the guest imports from the (read-only) tree now: the guest's CPU is emulated.
     "$REPO/.venv/bin/python" -m compileall -q "$REPO/bench" "$REPO/Tests/realbluez" >/dev/null
 
-    append="console=ttyS0 quiet loglevel=4 panic=-1 cryptomgr.notests=1 rb.run=$HERE/guest.sh"
+    append="console=ttyS0 quiet loglevel=4 panic=-1 cryptomgr.notests=1"
+    if [ "$kind" = systemd ]; then
+        shares[1]="etc:/.host-etc:ro"
+        append+=" rb.exec=$HERE/systemd-guest.sh systemd.unit=realbluez-systemd.target"
+        [ -z "${REALBLUEZ_WATCHDOG_WINDOW_S:-}" ] ||
+            printf 'REALBLUEZ_WATCHDOG_WINDOW_S=%q\n' "$REALBLUEZ_WATCHDOG_WINDOW_S" >> "$OUT/guest.env"
+    else
+        shares[1]="etc:/etc:ro"
+        append+=" rb.run=$HERE/guest.sh"
+    fi
     fsdevs=()
     for n in "${!shares[@]}"; do
         IFS=: read -r tag path mode <<< "${shares[$n]}"
@@ -104,7 +125,7 @@ attempt() {
                  -device "virtio-9p-pci,fsdev=$tag,mount_tag=$tag")
     done
 
-    log "booting the guest (QEMU TCG, $(nproc) CPUs); console in $OUT/console.log"
+    log "booting the guest for the $kind (QEMU TCG, $(nproc) CPUs); console in $OUT/console.log"
     boot=$(date +%s)
     set +e
     timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
@@ -145,13 +166,26 @@ guest_stack_failed() {
         { echo "the guest's bluetoothd left an ATT request between its own roles unanswered (bluetoothd.log)"; return 0; }
     return 1
 }
+# attempt MODE DIR, and once more as above.
+boot() {
+    local rc=0
+    attempt "$1" "$2" || rc=$?
+    if [ "$rc" != 0 ] && why=$(guest_stack_failed); then
+        log "$why: not a gattbridge failure; booting once more (first attempt's logs in $2.first)"
+        rm -rf "$2.first"
+        mv "$2" "$2.first"
+        rc=0
+        attempt "$1" "$2" || rc=$?
+    fi
+    return "$rc"
+}
 rc=0
-attempt || rc=$?
-if [ "$rc" != 0 ] && why=$(guest_stack_failed); then
-    log "$why: not a gattbridge failure; running the scenarios once more (first attempt's logs in $OUT.first)"
-    rm -rf "$OUT.first"
-    mv "$OUT" "$OUT.first"
-    rc=0
-    attempt || rc=$?
+if [ "${REALBLUEZ_SYSTEMD_ONLY:-0}" != 1 ]; then
+    boot scenarios "$OUT" || rc=$?
+fi
+if [ "${REALBLUEZ_SYSTEMD:-0}" = 1 ] || [ "${REALBLUEZ_SYSTEMD_ONLY:-0}" = 1 ]; then
+    src=0
+    boot systemd "$OUT_SYSTEMD" || src=$?
+    [ "$src" = 0 ] || { log "FAILED: the systemd boot (logs in $OUT_SYSTEMD)"; rc=$src; }
 fi
 exit "$rc"
