@@ -295,6 +295,16 @@ profile-build: release-prep $(FLOOR_BIN)
 profile: setup profile-build
 	GATTBRIDGE_BIN=$(CURDIR)/$(PROFILE_BUILD)/release/gattbridge FLOOR_RELAY_BIN=$(CURDIR)/$(FLOOR_BIN) \
 		$(PYTHON) scripts/bench/profile_hot_path.py $(PROFILE_ARGS)
+	$(MAKE) profile-decoded
+
+# A decoded value's budget (issue 45): callgrind's instructions per heart-rate value, decode + publish and in all,
+# on the signal path at QoS 0 (about 3 minutes: valgrind starts the daemon slowly). PROFILE_DECODED_ARGS=--qos 1 …
+PROFILE_DECODED_ARGS ?=
+.PHONY: profile-decoded
+profile-decoded: setup profile-build
+	GATTBRIDGE_BIN=$(CURDIR)/$(PROFILE_BUILD)/release/gattbridge FLOOR_RELAY_BIN=$(CURDIR)/$(FLOOR_BIN) \
+		$(PYTHON) scripts/bench/profile_hot_path.py --path hr --tool callgrind --rate 100 --count 2000 \
+		--subjects gattbridge $(PROFILE_DECODED_ARGS)
 
 # The idle daemon's memory in a minute (`make bench` takes eight): RSS/PSS/anonymous/file and every mapping's share,
 # three devices online (scripts/bench/memory.py; MEMORY_ARGS=--burst 5000 measures again after traffic).

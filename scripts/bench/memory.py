@@ -7,6 +7,14 @@ it then sends N notifications at 1 kHz down each path and, after the same idle, 
 back). The numbers are printed, never asserted.
 
     .venv/bin/python scripts/bench/memory.py [--idle-seconds 15] [--burst 5000] [--json out.json]
+                                            [--memory-limit MiB]
+
+With `--memory-limit` the daemon runs in a memory cgroup of its own limited to that much (cgroup v2 `memory.high`
+where the memory controller is on v2, else v1 `memory.limit_in_bytes`, which reclaims the same way before it would
+kill), from a copy of the binary made inside the cgroup, so the binary's page cache is charged to it as it would be to
+the unit of an installed daemon; the report adds the cgroup's own figures (usage, how often the limit was hit, its
+anonymous and file pages) and the daemon's minor and major faults: what the kernel reclaims by itself under
+pressure, and what that costs (docs/dev/MEMORY.md, "The page trim, measured").
 
 GATTBRIDGE_BIN chooses the binary (default: .build-release, what `make bench-build` makes); the daemon inherits the
 environment, so e.g. GATTBRIDGE_NO_TRIM=1 measures it without its start-up page trim, and GATTBRIDGE_FAULT_AROUND=1
@@ -18,9 +26,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -81,15 +91,86 @@ def report(title: str, pid: int, binary: Path) -> dict:
     return {"rollup_kb": r, "mappings": rows}
 
 
+class MemoryCgroup:
+    """A memory cgroup for the daemon (see the module's doc), removed again by `close()`."""
+
+    def __init__(self, limit_mib: float, binary: Path):
+        v2 = Path("/sys/fs/cgroup")
+        controllers = v2 / "cgroup.controllers"
+        if controllers.exists() and "memory" in controllers.read_text().split():
+            self.v2, self.path = True, v2 / f"gattbridge-memory-{os.getpid()}"
+        else:
+            self.v2, self.path = False, Path("/sys/fs/cgroup/memory") / f"gattbridge-memory-{os.getpid()}"
+        self.path.mkdir()
+        limit = str(int(limit_mib * 1024 * 1024))
+        (self.path / ("memory.high" if self.v2 else "memory.limit_in_bytes")).write_text(limit)
+        self.copies = Path(f"/tmp/gattbridge-memory-{os.getpid()}")
+        self.copies.mkdir(exist_ok=True)
+        self.wrapper = self.copies / "run.sh"
+        self.wrapper.write_text(f"#!/bin/sh\necho $$ > {self.path}/cgroup.procs\n"
+                                f"cp {binary} {self.copies}/gattbridge-$$\nexec {self.copies}/gattbridge-$$ \"$@\"\n")
+        self.wrapper.chmod(0o755)
+
+    def stats(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        if self.v2:
+            out["usage_kb"] = int((self.path / "memory.current").read_text()) // 1024
+            for line in (self.path / "memory.events").read_text().splitlines():
+                key, value = line.split()
+                out[f"events_{key}"] = int(value)
+            sizes, counts = {"anon", "file", "file_mapped"}, {"pgmajfault", "workingset_refault_file"}
+        else:
+            out["usage_kb"] = int((self.path / "memory.usage_in_bytes").read_text()) // 1024
+            out["max_usage_kb"] = int((self.path / "memory.max_usage_in_bytes").read_text()) // 1024
+            out["failcnt"] = int((self.path / "memory.failcnt").read_text())
+            sizes, counts = {"rss", "cache", "mapped_file", "active_file", "inactive_file"}, {"pgmajfault"}
+        for line in (self.path / "memory.stat").read_text().splitlines():
+            key, value = line.split()
+            if key in sizes:
+                out[f"{key}_kb"] = int(value) // 1024     # bytes in memory.stat
+            elif key in counts:
+                out[key] = int(value)
+        return out
+
+    def close(self) -> None:
+        for _ in range(50):
+            try:
+                self.path.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)     # the last process is still leaving the cgroup
+        shutil.rmtree(self.copies, ignore_errors=True)
+
+
+def faults(pid: int) -> dict[str, int]:
+    """Minor and major page faults of the whole process (fields 10 and 12 of stat(5))."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return {"minflt": int(fields[7]), "majflt": int(fields[9])}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--idle-seconds", type=float, default=15)
     ap.add_argument("--burst", type=int, default=0, help="then N notifications at 1 kHz on each path, idle, again")
     ap.add_argument("--json", help="also write the numbers here")
+    ap.add_argument("--memory-limit", type=float, help="MiB: run the daemon in a memory cgroup limited to this")
     a = ap.parse_args()
     binary = gattbridge_binary()
+    cgroup: Optional[MemoryCgroup] = MemoryCgroup(a.memory_limit, binary) if a.memory_limit else None
+    if cgroup:
+        os.environ["GATTBRIDGE_BIN"] = str(cgroup.wrapper)
+        print(f"memory cgroup {cgroup.path} ({'v2 memory.high' if cgroup.v2 else 'v1 memory.limit_in_bytes'} "
+              f"{a.memory_limit:g} MiB)", file=sys.stderr)
     world = World()
-    result: dict = {"binary": str(binary)}
+    result: dict = {"binary": str(binary), "memory_limit_mib": a.memory_limit,
+                    "trim": os.environ.get("GATTBRIDGE_NO_TRIM") != "1"}
+
+    def extra(pid: int) -> dict:
+        figures: dict = {"faults": faults(pid)}
+        if cgroup:
+            figures["cgroup"] = cgroup.stats()
+        print(f"  faults: {figures['faults']}" + (f"; cgroup: {figures['cgroup']}" if cgroup else ""))
+        return figures
     try:
         listener = world.bench.sd_notify_listener()
         t0 = time.monotonic()
@@ -102,20 +183,30 @@ def main() -> int:
               f"{result['start_to_online_ms']:.0f} ms; idle {a.idle_seconds:.0f} s…", file=sys.stderr)
         time.sleep(a.idle_seconds)
         result["idle"] = report(f"idle {a.idle_seconds:.0f} s, three devices online", gb.pid, binary)
+        result["idle"] |= extra(gb.pid)
         if a.burst:
             bid = 1
+            before = faults(gb.pid)
+            result["burst_delivered"] = {}
             for path, p in (("fd", world.fd), ("sig", world.sig)):
                 since = world.mqtt.mark()
                 mark = p.burst(bid, 1000.0, a.burst)
                 p.wait_burst(bid, mark, timeout=a.burst / 1000 * 4 + 30)
                 try:
                     world.mqtt.wait_count(f"{BASE}/{path}/stamp", a.burst, timeout=30, since=since)
+                    result["burst_delivered"][path] = True
                 except TimeoutError:
+                    result["burst_delivered"][path] = False
                     print(f"{path}: not every notification arrived (measuring anyway)", file=sys.stderr)
                 bid += 1
             time.sleep(a.idle_seconds)
             result["after_burst"] = report(f"after {a.burst} notifications at 1 kHz on each path, idle "
                                            f"{a.idle_seconds:.0f} s", gb.pid, binary)
+            result["after_burst"] |= extra(gb.pid)
+            after = faults(gb.pid)
+            result["burst_faults"] = {k: after[k] - before[k] for k in after}
+            print(f"  faults during the bursts and the idle after: {result['burst_faults']}; "
+                  f"all delivered: {result['burst_delivered']}")
         trims = [line for line in gb.stderr_lines + gb.stdout_lines if "trim" in line.lower()]
         for line in trims:
             print(f"log: {line}")
@@ -124,6 +215,8 @@ def main() -> int:
             return 1
     finally:
         world.close()
+        if cgroup:
+            cgroup.close()
     if a.json:
         Path(a.json).write_text(json.dumps(result, indent=2))
     return 0
