@@ -62,3 +62,60 @@ public struct HeartRateMeasurement: Sendable, Equatable {
         }
     }
 }
+
+extension HeartRateMeasurement {
+    /// `json`'s text, written straight from the characteristic's bytes into `out`: no measurement, no array of RR
+    /// intervals and no `JSONValue` tree per notification (issue 45: building and serialising the tree was most of a
+    /// decoded value's instructions). The checks are `init`'s, in the same order, so a value is refused with the same
+    /// error; nothing is written before they have passed.
+    static func writeJSON(_ bytes: UnsafeRawBufferPointer, to out: inout UTF8Buffer) throws(CodecError) {
+        guard let flags = bytes.first else { throw CodecError("heart rate measurement is empty") }
+        var reader = RawReader(bytes: bytes, offset: 1)
+        let bpm = try flags & 0x01 != 0
+            ? reader.uint16(field: "16-bit heart rate") : UInt16(reader.uint8(field: "heart rate"))
+        let energy: UInt16? = try flags & 0x08 != 0 ? reader.uint16(field: "energy expended") : nil
+        let hasIntervals = flags & 0x10 != 0
+        if hasIntervals, reader.remaining % 2 != 0 {
+            throw CodecError("heart rate measurement has a truncated RR interval (\(reader.remaining) bytes left)")
+        }
+        if !hasIntervals, reader.remaining != 0 {
+            throw CodecError("heart rate measurement has \(reader.remaining) unexpected trailing byte(s)")
+        }
+        out.append("{\"bpm\":")
+        out.append(decimal: UInt64(bpm))
+        out.append(",\"contact\":")
+        // Bit 2: contact detection supported; bit 1 is only meaningful when it is.
+        out.append(flags & 0x04 == 0 ? "null" : flags & 0x02 != 0 ? "true" : "false")
+        out.append(",\"energy_kj\":")
+        if let energy { out.append(decimal: UInt64(energy)) } else { out.append("null") }
+        out.append(",\"rr_ms\":[")
+        var first = true
+        while reader.remaining > 0 {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            let interval = (try? reader.uint16(field: "RR interval")) ?? 0   // cannot fail: an even count is left
+            NumberFormatting.write(Double(interval) * 1000 / 1024, to: &out)
+        }
+        out.append("]}")
+    }
+
+    /// `Reader` over bytes the caller lends (the notification as read).
+    private struct RawReader {
+        let bytes: UnsafeRawBufferPointer
+        var offset: Int
+
+        var remaining: Int { bytes.count - offset }
+
+        mutating func uint8(field: StaticString) throws(CodecError) -> UInt8 {
+            guard remaining >= 1 else { throw CodecError("heart rate measurement is truncated: missing \(field)") }
+            defer { offset += 1 }
+            return bytes[offset]
+        }
+
+        mutating func uint16(field: StaticString) throws(CodecError) -> UInt16 {
+            guard remaining >= 2 else { throw CodecError("heart rate measurement is truncated: missing \(field)") }
+            defer { offset += 2 }
+            return UInt16(bytes[offset]) | UInt16(bytes[offset + 1]) << 8
+        }
+    }
+}

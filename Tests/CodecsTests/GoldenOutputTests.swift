@@ -192,3 +192,31 @@ enum FileBytes {
         return names
     }
 }
+
+/// The notification path's way: one buffer for every value, emptied in between (`ChannelPublisher`).
+@Suite struct ReusedBufferTests {
+    @Test func aReusedBufferHoldsEachValueAlone() throws {
+        var buffer = UTF8Buffer()
+        for kind in CodecKind.allCases {
+            let codec = try Codec(kind)
+            for bytes in GoldenInputs.heartRateStrap + GoldenInputs.numberPatterns().prefix(200) {
+                let expected = try? codec.decode(bytes)
+                buffer.removeAll()
+                let written: Bool = bytes.withUnsafeBytes { raw in
+                    do throws(CodecError) { try codec.decode(raw, into: &buffer); return true } catch { return false }
+                }
+                #expect(written == (expected != nil), "\(kind) \(bytes)")
+                if written { #expect(buffer.string == expected, "\(kind) \(bytes)") }
+            }
+        }
+    }
+
+    @Test func mappedValuesAreWrittenAsTheirKeys() throws {
+        let codec = try Codec(.uint8, values: [(key: "HIGH", value: "200")])
+        var buffer = UTF8Buffer()
+        let written: Bool = [UInt8(200)].withUnsafeBytes { raw in
+            do throws(CodecError) { try codec.decode(raw, into: &buffer); return true } catch { return false }
+        }
+        #expect(written && buffer.string == "HIGH")
+    }
+}

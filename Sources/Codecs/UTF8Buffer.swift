@@ -1,0 +1,86 @@
+/// A payload's UTF-8, written by the codecs and the JSON writer into an array the caller keeps from value to value:
+/// once it has grown to a channel's largest value, decoding and writing a value allocates nothing (issue 45: one
+/// `String` per value, its appends and index checks, were most of a decoded value's instructions).
+public struct UTF8Buffer: Sendable {
+    public private(set) var bytes: [UInt8]
+
+    public init(capacity: Int = 0) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    public var count: Int { bytes.count }
+
+    /// Empties it for the next value, keeping its storage.
+    public mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+    }
+
+    /// The text, for the callers that need a `String` (events, replies, tests).
+    public var string: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// The bytes lent to `body`, valid only during the call.
+    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try bytes.withUnsafeBytes(body)
+    }
+
+    @inline(__always)
+    mutating func append(_ byte: UInt8) {
+        bytes.append(byte)
+    }
+
+    /// A literal's bytes, which need no UTF-8 check and no count of characters.
+    @inline(__always)
+    mutating func append(_ text: StaticString) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    mutating func append(contentsOf other: some Sequence<UInt8>) {
+        bytes.append(contentsOf: other)
+    }
+
+    mutating func append(contentsOf other: UnsafeRawBufferPointer) {
+        bytes.append(contentsOf: other)
+    }
+
+    /// `value` in decimal digits, at least `minimumDigits` of them (leading zeros), written in place: no
+    /// `String(value)` and its allocation.
+    mutating func append(decimal value: UInt64, minimumDigits: Int = 1) {
+        var digits = 1
+        var rest = value
+        while rest >= 10 {
+            rest /= 10
+            digits &+= 1
+        }
+        let width = max(digits, minimumDigits)
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width))
+        bytes.withUnsafeMutableBufferPointer { out in
+            var rest = value
+            var index = start &+ width &- 1
+            for _ in 0..<digits {
+                out[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+                rest /= 10
+                index &-= 1
+            }
+        }
+    }
+
+    /// Signed decimal, as `String(value)` spells it.
+    mutating func append<T: BinaryInteger>(integer value: T) {
+        if value < 0 { append(UInt8(ascii: "-")) }
+        append(decimal: UInt64(value.magnitude))
+    }
+}
+
+extension UTF8Buffer {
+    /// `count` bytes written in place by `body` (which returns how many it wrote, at most `count`).
+    mutating func appendUninitialized(count: Int, _ body: (UnsafeMutableBufferPointer<UInt8>) -> Int) {
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: count))
+        let written = bytes.withUnsafeMutableBufferPointer { all in
+            body(UnsafeMutableBufferPointer(rebasing: all[start...]))
+        }
+        bytes.removeLast(count - written)
+    }
+}
