@@ -43,26 +43,22 @@ public struct UTF8Buffer: Sendable {
         bytes.append(contentsOf: other)
     }
 
-    /// `value` in decimal digits, at least `minimumDigits` of them (leading zeros), written in place: no
-    /// `String(value)` and its allocation.
+    /// `value` in decimal digits, at least `minimumDigits` (at most 20) of them (leading zeros), made on the stack and
+    /// appended at once: no `String(value)` and its allocation, and one capacity check rather than one per digit.
     mutating func append(decimal value: UInt64, minimumDigits: Int = 1) {
-        var digits = 1
-        var rest = value
-        while rest >= 10 {
-            rest /= 10
-            digits &+= 1
-        }
-        let width = max(digits, minimumDigits)
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width))
-        bytes.withUnsafeMutableBufferPointer { out in
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var index = 20
             var rest = value
-            var index = start &+ width &- 1
-            for _ in 0..<digits {
-                out[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
-                rest /= 10
+            repeat {
                 index &-= 1
+                digits[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+                rest /= 10
+            } while rest > 0
+            while 20 &- index < minimumDigits, index > 0 {
+                index &-= 1
+                digits[index] = UInt8(ascii: "0")
             }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[index...]))
         }
     }
 
