@@ -1,7 +1,6 @@
 """`make memory`: the idle daemon's memory in a minute, where `make bench` takes eight: the release gattbridge on the
 bench's world (private bus, BlueZoo, mosquitto, the fd/signal stamp peripherals and the HM-10: the three devices
-`make bench` measures idle), three devices online, then `--idle-seconds` of idle (the daemon trims its start-up
-pages 5 s after the devices came online, so at least that); prints RSS/PSS/anonymous/file from
+`make bench` measures idle), three devices online, then `--idle-seconds` of idle; prints RSS/PSS/anonymous/file from
 /proc/PID/smaps_rollup and where the resident bytes are, mapping by mapping, from /proc/PID/smaps. With `--burst N`
 it then sends N notifications at 1 kHz down each path and, after the same idle, measures again (what traffic brings
 back). The numbers are printed, never asserted.
@@ -9,16 +8,16 @@ back). The numbers are printed, never asserted.
     .venv/bin/python scripts/bench/memory.py [--idle-seconds 15] [--burst 5000] [--json out.json]
                                             [--memory-limit MiB]
 
-With `--memory-limit` the daemon runs in a memory cgroup of its own limited to that much (cgroup v2 `memory.high`
-where the memory controller is on v2, else v1 `memory.limit_in_bytes`, which reclaims the same way before it would
-kill), from a copy of the binary made inside the cgroup, so the binary's page cache is charged to it as it would be to
-the unit of an installed daemon; the report adds the cgroup's own figures (usage, how often the limit was hit, its
+With `--memory-limit` the daemon runs in a memory cgroup of its own, from a copy of the binary dropped from the page
+cache, so the binary's pages are charged to it as they would be to the unit of an installed daemon; once its devices
+are online and it has idled, the cgroup is limited to that much (cgroup v2 `memory.high` where the memory controller
+is on v2, else v1 `memory.limit_in_bytes`, which reclaims the same way before it would kill: memory getting short
+under a running daemon), and after another idle the figures are taken; the report adds the cgroup's own figures (usage, how often the limit was hit, its
 anonymous and file pages) and the daemon's minor and major faults: what the kernel reclaims by itself under
-pressure, and what that costs (docs/dev/MEMORY.md, "The page trim, measured").
+pressure, and what that costs (docs/dev/MEMORY.md, "The page trim, measured and removed").
 
 GATTBRIDGE_BIN chooses the binary (default: .build-release, what `make bench-build` makes); the daemon inherits the
-environment, so e.g. GATTBRIDGE_NO_TRIM=1 measures it without its start-up page trim, and GATTBRIDGE_FAULT_AROUND=1
-with the trim but with the kernel's fault-around on the trimmed mappings (docs/dev/MEMORY.md).
+environment.
 """
 
 from __future__ import annotations
@@ -94,7 +93,7 @@ def report(title: str, pid: int, binary: Path) -> dict:
 class MemoryCgroup:
     """A memory cgroup for the daemon (see the module's doc), removed again by `close()`."""
 
-    def __init__(self, limit_mib: float, binary: Path):
+    def __init__(self, binary: Path):
         v2 = Path("/sys/fs/cgroup")
         controllers = v2 / "cgroup.controllers"
         if controllers.exists() and "memory" in controllers.read_text().split():
@@ -102,14 +101,25 @@ class MemoryCgroup:
         else:
             self.v2, self.path = False, Path("/sys/fs/cgroup/memory") / f"gattbridge-memory-{os.getpid()}"
         self.path.mkdir()
-        limit = str(int(limit_mib * 1024 * 1024))
-        (self.path / ("memory.high" if self.v2 else "memory.limit_in_bytes")).write_text(limit)
+        # A copy of the binary out of the page cache: each page the daemon maps is then read in, and charged to the
+        # cgroup, by the daemon itself (pages cached before, by a build or an earlier run, stay charged elsewhere).
         self.copies = Path(f"/tmp/gattbridge-memory-{os.getpid()}")
         self.copies.mkdir(exist_ok=True)
+        copy = self.copies / "gattbridge"
+        shutil.copyfile(binary, copy)
+        copy.chmod(0o755)
+        fd = os.open(copy, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
         self.wrapper = self.copies / "run.sh"
-        self.wrapper.write_text(f"#!/bin/sh\necho $$ > {self.path}/cgroup.procs\n"
-                                f"cp {binary} {self.copies}/gattbridge-$$\nexec {self.copies}/gattbridge-$$ \"$@\"\n")
+        self.wrapper.write_text(f"#!/bin/sh\necho $$ > {self.path}/cgroup.procs\nexec {copy} \"$@\"\n")
         self.wrapper.chmod(0o755)
+
+    def limit(self, mib: float) -> None:
+        (self.path / ("memory.high" if self.v2 else "memory.limit_in_bytes")).write_text(str(int(mib * 1024 * 1024)))
 
     def stats(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -156,14 +166,11 @@ def main() -> int:
     ap.add_argument("--memory-limit", type=float, help="MiB: run the daemon in a memory cgroup limited to this")
     a = ap.parse_args()
     binary = gattbridge_binary()
-    cgroup: Optional[MemoryCgroup] = MemoryCgroup(a.memory_limit, binary) if a.memory_limit else None
+    cgroup: Optional[MemoryCgroup] = MemoryCgroup(binary) if a.memory_limit else None
     if cgroup:
         os.environ["GATTBRIDGE_BIN"] = str(cgroup.wrapper)
-        print(f"memory cgroup {cgroup.path} ({'v2 memory.high' if cgroup.v2 else 'v1 memory.limit_in_bytes'} "
-              f"{a.memory_limit:g} MiB)", file=sys.stderr)
     world = World()
-    result: dict = {"binary": str(binary), "memory_limit_mib": a.memory_limit,
-                    "trim": os.environ.get("GATTBRIDGE_NO_TRIM") != "1"}
+    result: dict = {"binary": str(binary), "memory_limit_mib": a.memory_limit}
 
     def extra(pid: int) -> dict:
         figures: dict = {"faults": faults(pid)}
@@ -182,6 +189,14 @@ def main() -> int:
         print(f"{binary}: READY after {result['start_to_ready_ms']:.0f} ms, three devices online after "
               f"{result['start_to_online_ms']:.0f} ms; idle {a.idle_seconds:.0f} s…", file=sys.stderr)
         time.sleep(a.idle_seconds)
+        if cgroup:
+            result["before_limit"] = extra(gb.pid)
+            result["before_limit"]["rollup_kb"] = rollup(gb.pid)
+            print(f"memory cgroup {cgroup.path}: before the limit {result['before_limit']['rollup_kb']}; now "
+                  f"{'v2 memory.high' if cgroup.v2 else 'v1 memory.limit_in_bytes'} {a.memory_limit:g} MiB, idle "
+                  f"{a.idle_seconds:.0f} s…", file=sys.stderr)
+            cgroup.limit(a.memory_limit)
+            time.sleep(a.idle_seconds)
         result["idle"] = report(f"idle {a.idle_seconds:.0f} s, three devices online", gb.pid, binary)
         result["idle"] |= extra(gb.pid)
         if a.burst:
@@ -207,9 +222,6 @@ def main() -> int:
             result["burst_faults"] = {k: after[k] - before[k] for k in after}
             print(f"  faults during the bursts and the idle after: {result['burst_faults']}; "
                   f"all delivered: {result['burst_delivered']}")
-        trims = [line for line in gb.stderr_lines + gb.stdout_lines if "trim" in line.lower()]
-        for line in trims:
-            print(f"log: {line}")
         if not gb.running:
             print(f"gattbridge exited ({gb.returncode}): {gb.stderr_lines[-20:]}", file=sys.stderr)
             return 1

@@ -252,8 +252,8 @@ def main() -> int:
         if "gattbridge" in subjects:
             gb = world.start_gattbridge()
             world.wait_online(timeout=180 if a.tool == "callgrind" else 60)
-            # Under valgrind, past the start-up page trim too (5 s after the devices came online, and slow there):
-            # its reading of /proc would otherwise be counted as the notifications' work.
+            # Under valgrind, past start-up's last one-time work too (slow there): it would otherwise be counted as the
+            # notifications' work.
             time.sleep(20 if a.tool == "callgrind" else 2)
             peripheral = {"fd": world.fd, "sig": world.sig, "hr": world.hr}[a.path]
             out = out_dir / f"gattbridge-{a.path}.{a.tool}"

@@ -286,8 +286,7 @@ def alternate(world: World, runner: Runner, rounds: int, seconds: float) -> dict
         since = world.mqtt.mark()
         gb = world.start_gattbridge()
         world.wait_online(timeout=60, since=since)
-        # Past the start-up page trim (5 s after every device came online; docs/performance.md, "Idle memory"), whose code
-        # pages fault back in once afterwards: in a round that straddles it, that one-time cost is in the figures.
+        # Past start-up's last one-time work (Home Assistant configs, first reads), so it is not in the figures.
         time.sleep(8)
         subject = Subject("gattbridge", gb, {"fd": world.fd, "sig": world.sig},
                           {p: f"{BASE}/{p}/stamp" for p in ("fd", "sig")})
@@ -328,7 +327,7 @@ def decoded_rounds(world: World, runner: Runner, rounds: int, seconds: float) ->
                 since = world.mqtt.mark()
                 gb = world.start_gattbridge()
                 world.wait_online(timeout=60, since=since)
-                time.sleep(8)       # past the start-up page trim, as in `alternate`
+                time.sleep(8)       # past start-up's one-time work, as in `alternate`
                 subject = Subject("gattbridge", gb, {"fd": world.fd, "sig": world.sig, "hr": world.hr},
                                   {"hr": f"{BASE}/hr/stamp"})
                 r = runner.latency(subject, "hr", 1000.0, seconds)
