@@ -275,8 +275,8 @@ bench-fleet: setup bench-build
 
 # What passive broadcasters cost the daemon (docs/performance.md#passive-broadcasts): three connected devices idle,
 # then 50, 100, … BTHome broadcasters at 1 Hz on BlueZoo (scripts/bench/adverts_bench.py); a table of the daemon's
-# CPU, RSS and broadcasts/s per step, once the step's broadcasters are online and again after the daemon's page trim
-# once they have settled (~15 min). ADVERTS_ARGS="--steps 50,100 --saved 50 --seconds 20". JSON in
+# CPU, RSS (and anonymous memory) and broadcasts/s per step, once the step's broadcasters are online and again 70 s
+# later, settled (~15 min). ADVERTS_ARGS="--steps 50,100 --saved 50 --seconds 20 --quiet 70". JSON in
 # .bench/adverts-latest.json.
 .PHONY: bench-adverts
 ADVERTS_ARGS ?=
