@@ -94,9 +94,28 @@ extension HeartRateMeasurement {
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
             let interval = (try? reader.uint16(field: "RR interval")) ?? 0   // cannot fail: an even count is left
-            NumberFormatting.write(Double(interval) * 1000 / 1024, to: &out)
+            writeMilliseconds(interval, to: &out)
         }
         out.append("]}")
+    }
+
+    /// An RR interval of `units` × 1/1024 s in milliseconds, as `NumberFormatting` spells the double `units × 1000 /
+    /// 1024`, without its search: the value is exactly `units × 9,765,625 / 10⁷` (1000/1024 = 125/128), at most 12
+    /// significant digits, and no decimal with fewer places reads back to it (two such decimals differ by at least
+    /// 10⁻⁷, millions of times the double's precision below 65,536), so the shortest spelling is those digits with the
+    /// fraction's trailing zeros dropped — and the integer alone when there is no fraction.
+    private static func writeMilliseconds(_ units: UInt16, to out: inout UTF8Buffer) {
+        let scaled = UInt64(units) &* 9_765_625
+        out.append(decimal: scaled / 10_000_000)
+        var fraction = scaled % 10_000_000
+        guard fraction != 0 else { return }
+        var places = 7
+        while fraction % 10 == 0 {
+            fraction /= 10
+            places &-= 1
+        }
+        out.append(UInt8(ascii: "."))
+        out.append(decimal: fraction, minimumDigits: places)
     }
 
     /// `Reader` over bytes the caller lends (the notification as read).

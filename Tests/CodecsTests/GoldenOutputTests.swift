@@ -220,3 +220,21 @@ enum FileBytes {
         #expect(written && buffer.string == "HIGH")
     }
 }
+
+/// The heart-rate writer spells RR intervals itself; every one of the 65,536 must read as the shortest-digits path
+/// (`NumberFormatting`) spells the same double.
+@Suite struct HeartRateIntervalTests {
+    @Test func everyIntervalIsSpelledAsTheDoubleIs() throws {
+        var mismatches = 0
+        for units in 0...Int(UInt16.max) {
+            let bytes: [UInt8] = [0x10, 60, UInt8(units & 0xFF), UInt8(units >> 8)]
+            let json = try Codec(.heartRateMeasurement).decode(bytes)
+            let expected = JSONValue.array([.double(Double(units) * 1000 / 1024)]).serialized
+            if !json.hasSuffix("\"rr_ms\":\(expected)}") {
+                mismatches += 1
+                if mismatches <= 5 { Issue.record("\(units): \(json), expected rr_ms \(expected)") }
+            }
+        }
+        #expect(mismatches == 0)
+    }
+}
