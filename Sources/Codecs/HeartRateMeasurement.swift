@@ -81,22 +81,26 @@ extension HeartRateMeasurement {
         if !hasIntervals, reader.remaining != 0 {
             throw CodecError("heart rate measurement has \(reader.remaining) unexpected trailing byte(s)")
         }
-        out.append("{\"bpm\":")
-        out.append(decimal: UInt64(bpm))
-        out.append(",\"contact\":")
-        // Bit 2: contact detection supported; bit 1 is only meaningful when it is.
-        out.append(flags & 0x04 == 0 ? "null" : flags & 0x02 != 0 ? "true" : "false")
-        out.append(",\"energy_kj\":")
-        if let energy { out.append(decimal: UInt64(energy)) } else { out.append("null") }
-        out.append(",\"rr_ms\":[")
-        var first = true
-        while reader.remaining > 0 {
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
-            let interval = (try? reader.uint16(field: "RR interval")) ?? 0   // cannot fail: an even count is left
-            writeMilliseconds(interval, to: &out)
+        // The longest spelling: 58 bytes around the intervals, 14 for each ("63999.0234375,").
+        let intervals = hasIntervals ? reader.remaining / 2 : 0
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64 + 14 * intervals) { buffer in
+            var text = UTF8Cursor(buffer.baseAddress!)
+            text.put("{\"bpm\":")
+            text.put(decimal: UInt64(bpm))
+            text.put(",\"contact\":")
+            // Bit 2: contact detection supported; bit 1 is only meaningful when it is.
+            text.put(flags & 0x04 == 0 ? "null" : flags & 0x02 != 0 ? "true" : "false")
+            text.put(",\"energy_kj\":")
+            if let energy { text.put(decimal: UInt64(energy)) } else { text.put("null") }
+            text.put(",\"rr_ms\":[")
+            for index in 0..<intervals {
+                if index > 0 { text.put(UInt8(ascii: ",")) }
+                let interval = (try? reader.uint16(field: "RR interval")) ?? 0   // cannot fail: an even count is left
+                writeMilliseconds(interval, to: &text)
+            }
+            text.put("]}")
+            out.append(contentsOf: text.written)
         }
-        out.append("]}")
     }
 
     /// An RR interval of `units` × 1/1024 s in milliseconds, as `NumberFormatting` spells the double `units × 1000 /
@@ -104,9 +108,9 @@ extension HeartRateMeasurement {
     /// significant digits, and no decimal with fewer places reads back to it (two such decimals differ by at least
     /// 10⁻⁷, millions of times the double's precision below 65,536), so the shortest spelling is those digits with the
     /// fraction's trailing zeros dropped — and the integer alone when there is no fraction.
-    private static func writeMilliseconds(_ units: UInt16, to out: inout UTF8Buffer) {
+    private static func writeMilliseconds(_ units: UInt16, to out: inout UTF8Cursor) {
         let scaled = UInt64(units) &* 9_765_625
-        out.append(decimal: scaled / 10_000_000)
+        out.put(decimal: scaled / 10_000_000)
         var fraction = scaled % 10_000_000
         guard fraction != 0 else { return }
         var places = 7
@@ -114,8 +118,8 @@ extension HeartRateMeasurement {
             fraction /= 10
             places &-= 1
         }
-        out.append(UInt8(ascii: "."))
-        out.append(decimal: fraction, minimumDigits: places)
+        out.put(UInt8(ascii: "."))
+        out.put(decimal: fraction, minimumDigits: places)
     }
 
     /// `Reader` over bytes the caller lends (the notification as read).

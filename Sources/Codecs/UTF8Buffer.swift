@@ -80,3 +80,48 @@ extension UTF8Buffer {
         bytes.removeLast(count - written)
     }
 }
+
+/// Writes text through a pointer into memory the caller sized beforehand (a stack buffer): no capacity check per
+/// piece, for a payload whose longest spelling is known (the heart-rate JSON). The caller appends the result to a
+/// `UTF8Buffer` in one piece.
+struct UTF8Cursor {
+    private(set) var count = 0
+    private let base: UnsafeMutablePointer<UInt8>
+
+    init(_ base: UnsafeMutablePointer<UInt8>) {
+        self.base = base
+    }
+
+    var written: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
+    @inline(__always)
+    mutating func put(_ byte: UInt8) {
+        base[count] = byte
+        count &+= 1
+    }
+
+    @inline(__always)
+    mutating func put(_ text: StaticString) {
+        (base + count).update(from: text.utf8Start, count: text.utf8CodeUnitCount)
+        count &+= text.utf8CodeUnitCount
+    }
+
+    /// `value` in decimal, at least `minimumDigits` digits (leading zeros).
+    mutating func put(decimal value: UInt64, minimumDigits: Int = 1) {
+        var digits = 1
+        var rest = value
+        while rest >= 10 {
+            rest /= 10
+            digits &+= 1
+        }
+        digits = max(digits, minimumDigits)
+        rest = value
+        var index = count &+ digits
+        count = index
+        while index > count &- digits {
+            index &-= 1
+            base[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        }
+    }
+}
