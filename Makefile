@@ -38,8 +38,8 @@ build:
 # glibc 2.36+) instead of 1 MB of relocation entries read at every start; no exported symbols (nothing looks them up,
 # they cost 600 KB of symbol tables); libgcc and libstdc++ linked in rather than mapped as shared libraries; and the
 # functions the daemon runs packed together (scripts/release/symbol-order.txt, and for the unnamed ones a linker script,
-# scripts/release/unnamed-order.ld), so it maps 3 MB less of its code; and
-# `.rodata` kept out of the writable segment (scripts/release/writable-rodata.ld), so the start-up trim can drop it.
+# scripts/release/unnamed-order.ld), so it maps 3 MB less of its code and keeps few pages under memory pressure; and
+# `.rodata` kept out of the writable segment (scripts/release/writable-rodata.ld), where only a few writable inputs put it.
 RELEASE_CXX_DIR := $(CURDIR)/.build/static-libstdc++
 RELEASE_FLAGS = -c release --static-swift-stdlib \
 	-Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic \
@@ -305,8 +305,8 @@ bench-fleet: setup bench-build
 
 # What passive broadcasters cost the daemon (docs/performance.md#passive-broadcasts): three connected devices idle,
 # then 50, 100, … BTHome broadcasters at 1 Hz on BlueZoo (scripts/bench/adverts_bench.py); a table of the daemon's
-# CPU, RSS and broadcasts/s per step, once the step's broadcasters are online and again after the daemon's page trim
-# once they have settled (~15 min). ADVERTS_ARGS="--steps 50,100 --saved 50 --seconds 20". JSON in
+# CPU, RSS (and anonymous memory) and broadcasts/s per step, once the step's broadcasters are online and again 70 s
+# later, settled (~15 min). ADVERTS_ARGS="--steps 50,100 --saved 50 --seconds 20 --quiet 70". JSON in
 # .bench/adverts-latest.json.
 .PHONY: bench-adverts
 ADVERTS_ARGS ?=
@@ -325,9 +325,20 @@ profile-build: release-prep $(FLOOR_BIN)
 profile: setup profile-build
 	GATTBRIDGE_BIN=$(CURDIR)/$(PROFILE_BUILD)/release/gattbridge FLOOR_RELAY_BIN=$(CURDIR)/$(FLOOR_BIN) \
 		$(PYTHON) scripts/bench/profile_hot_path.py $(PROFILE_ARGS)
+	$(MAKE) profile-decoded
+
+# A decoded value's budget (issue 45): callgrind's instructions per heart-rate value, decode + publish and in all,
+# on the signal path at QoS 0 (about 3 minutes: valgrind starts the daemon slowly). PROFILE_DECODED_ARGS=--qos 1 …
+PROFILE_DECODED_ARGS ?=
+.PHONY: profile-decoded
+profile-decoded: setup profile-build
+	GATTBRIDGE_BIN=$(CURDIR)/$(PROFILE_BUILD)/release/gattbridge FLOOR_RELAY_BIN=$(CURDIR)/$(FLOOR_BIN) \
+		$(PYTHON) scripts/bench/profile_hot_path.py --path hr --tool callgrind --rate 100 --count 2000 \
+		--subjects gattbridge $(PROFILE_DECODED_ARGS)
 
 # The idle daemon's memory in a minute (`make bench` takes eight): RSS/PSS/anonymous/file and every mapping's share,
-# three devices online (scripts/bench/memory.py; MEMORY_ARGS=--burst 5000 measures again after traffic).
+# three devices online (scripts/bench/memory.py; MEMORY_ARGS=--burst 5000 measures again after traffic,
+# --memory-limit 12 under a memory cgroup limited to 12 MiB).
 .PHONY: memory
 MEMORY_ARGS ?=
 memory: setup bench-build

@@ -7,9 +7,7 @@ enum Base64 {
         return table
     }()
 
-    static func encode(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+    static func encode(_ bytes: UnsafeRawBufferPointer, to out: inout UTF8Buffer) {
         var index = 0
         while index < bytes.count {
             let remaining = bytes.count - index
@@ -22,7 +20,6 @@ enum Base64 {
             out.append(remaining > 2 ? alphabet[Int(b2 & 0x3F)] : UInt8(ascii: "="))
             index += 3
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// Strict apart from surrounding whitespace and omitted padding (both unambiguous): other alphabets

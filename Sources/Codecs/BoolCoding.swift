@@ -1,9 +1,9 @@
 /// The `bool` codec.
 enum BoolCoding {
     /// Any non-zero byte is true (docs/configuration.md#codecs), whatever the width; no bytes at all is not a boolean.
-    static func decode(_ bytes: [UInt8]) throws(CodecError) -> String {
+    static func decode(_ bytes: UnsafeRawBufferPointer, to out: inout UTF8Buffer) throws(CodecError) {
         guard !bytes.isEmpty else { throw CodecError("codec bool needs at least 1 byte, got 0") }
-        return bytes.contains(where: { $0 != 0 }) ? "true" : "false"
+        out.append(bytes.contains(where: { $0 != 0 }) ? "true" : "false")
     }
 
     /// `true`/`false`/`1`/`0`, in any letter case (that cannot change the meaning), as one byte.

@@ -32,21 +32,31 @@ public struct Codec: Sendable, Equatable {
 
     /// Bytes equal to a mapped value become its key; anything else goes through the codec.
     public func decode(_ bytes: [UInt8]) throws(CodecError) -> String {
-        if let index = mappedBytes.firstIndex(of: bytes) {
-            return values[index].key
+        var out = UTF8Buffer()
+        var failure: CodecError?
+        bytes.withUnsafeBytes { raw in
+            do throws(CodecError) { try decode(raw, into: &out) } catch { failure = error }
         }
-        return try Self.decodeRaw(kind, bytes)
+        if let failure { throw failure }
+        return out.string
     }
 
-    /// `decode` of bytes the caller only lends: a notification as it was read (the notify socket's buffer, libdbus's
-    /// message), so the hot path makes no byte array per value (an allocation and a free). The `hex` codec reads them
-    /// where they are; the others get an array, as before.
+    /// `decode` of bytes the caller only lends (a notification as it was read: the notify socket's buffer, libdbus's
+    /// message), so the hot path makes no byte array per value.
     public func decode(_ bytes: UnsafeRawBufferPointer) throws(CodecError) -> String {
+        var out = UTF8Buffer()
+        try decode(bytes, into: &out)
+        return out.string
+    }
+
+    /// `decode`'s text as UTF-8, appended to `out`, which the caller keeps from value to value and publishes as bytes
+    /// (`ChannelPublisher`): no `String` per value (issue 45). On an error `out` may hold part of a payload.
+    public func decode(_ bytes: UnsafeRawBufferPointer, into out: inout UTF8Buffer) throws(CodecError) {
         if !mappedBytes.isEmpty, let index = mappedBytes.firstIndex(where: { $0.elementsEqual(bytes) }) {
-            return values[index].key
+            out.append(contentsOf: values[index].key.utf8)
+            return
         }
-        if kind == .hex { return Hex.encode(bytes) }
-        return try Self.decodeRaw(kind, Array(bytes))
+        try Self.decodeRaw(kind, bytes, into: &out)
     }
 
     /// A payload that is a key of the map is written as its mapped value; anything else goes through the codec.
@@ -73,22 +83,23 @@ public struct Codec: Sendable, Equatable {
         lhs.kind == rhs.kind && lhs.values.elementsEqual(rhs.values, by: { $0.key == $1.key && $0.value == $1.value })
     }
 
-    static func decodeRaw(_ kind: CodecKind, _ bytes: [UInt8]) throws(CodecError) -> String {
+    static func decodeRaw(_ kind: CodecKind, _ bytes: UnsafeRawBufferPointer, into out: inout UTF8Buffer) throws(CodecError) {
         switch kind {
-        case .hex: return Hex.encode(bytes)
-        case .base64: return Base64.encode(bytes)
-        case .text: return String(decoding: bytes, as: UTF8.self)
-        case .uint8: return String(try IntegerCoding.decode(bytes, as: UInt8.self, kind: kind))
-        case .int8: return String(try IntegerCoding.decode(bytes, as: Int8.self, kind: kind))
-        case .uint16, .uint16be: return String(try IntegerCoding.decode(bytes, as: UInt16.self, kind: kind))
-        case .int16, .int16be: return String(try IntegerCoding.decode(bytes, as: Int16.self, kind: kind))
-        case .uint32, .uint32be: return String(try IntegerCoding.decode(bytes, as: UInt32.self, kind: kind))
-        case .int32, .int32be: return String(try IntegerCoding.decode(bytes, as: Int32.self, kind: kind))
-        case .float32, .float32be: return try FloatCoding.decodeFloat(bytes, kind: kind)
-        case .float64, .float64be: return try FloatCoding.decodeDouble(bytes, kind: kind)
-        case .bool: return try BoolCoding.decode(bytes)
-        case .batteryLevel: return try BatteryLevel.decode(bytes)
-        case .heartRateMeasurement: return try HeartRateMeasurement(bytes).json.serialized
+        case .hex: Hex.encode(bytes, to: &out)
+        case .base64: Base64.encode(bytes, to: &out)
+        // Invalid UTF-8 becomes U+FFFD, as it always has; a text channel's notifications go through its framer instead.
+        case .text: out.append(contentsOf: String(decoding: bytes, as: UTF8.self).utf8)
+        case .uint8: try IntegerCoding.decode(bytes, as: UInt8.self, kind: kind, to: &out)
+        case .int8: try IntegerCoding.decode(bytes, as: Int8.self, kind: kind, to: &out)
+        case .uint16, .uint16be: try IntegerCoding.decode(bytes, as: UInt16.self, kind: kind, to: &out)
+        case .int16, .int16be: try IntegerCoding.decode(bytes, as: Int16.self, kind: kind, to: &out)
+        case .uint32, .uint32be: try IntegerCoding.decode(bytes, as: UInt32.self, kind: kind, to: &out)
+        case .int32, .int32be: try IntegerCoding.decode(bytes, as: Int32.self, kind: kind, to: &out)
+        case .float32, .float32be: try FloatCoding.decodeFloat(bytes, kind: kind, to: &out)
+        case .float64, .float64be: try FloatCoding.decodeDouble(bytes, kind: kind, to: &out)
+        case .bool: try BoolCoding.decode(bytes, to: &out)
+        case .batteryLevel: try BatteryLevel.decode(bytes, to: &out)
+        case .heartRateMeasurement: try HeartRateMeasurement.writeJSON(bytes, to: &out)
         }
     }
 

@@ -1,11 +1,11 @@
 /// The IEEE 754 codecs (`float32`, `float64`, and their `be` variants).
 enum FloatCoding {
-    static func decodeFloat(_ bytes: [UInt8], kind: CodecKind) throws(CodecError) -> String {
-        NumberFormatting.shortest(Float(bitPattern: try ByteOrder.load(bytes, as: UInt32.self, kind: kind)))
+    static func decodeFloat(_ bytes: UnsafeRawBufferPointer, kind: CodecKind, to out: inout UTF8Buffer) throws(CodecError) {
+        NumberFormatting.write(Float(bitPattern: try ByteOrder.load(bytes, as: UInt32.self, kind: kind)), to: &out)
     }
 
-    static func decodeDouble(_ bytes: [UInt8], kind: CodecKind) throws(CodecError) -> String {
-        NumberFormatting.shortest(Double(bitPattern: try ByteOrder.load(bytes, as: UInt64.self, kind: kind)))
+    static func decodeDouble(_ bytes: UnsafeRawBufferPointer, kind: CodecKind, to out: inout UTF8Buffer) throws(CodecError) {
+        NumberFormatting.write(Double(bitPattern: try ByteOrder.load(bytes, as: UInt64.self, kind: kind)), to: &out)
     }
 
     static func encodeFloat(_ payload: String, kind: CodecKind) throws(CodecError) -> [UInt8] {

@@ -24,6 +24,11 @@ public enum Hex {
         }
     }
 
+    /// `encode`'s text appended to `out`.
+    public static func encode(_ bytes: UnsafeRawBufferPointer, to out: inout UTF8Buffer) {
+        out.appendUninitialized(count: bytes.count * 2) { write(bytes, into: $0) }
+    }
+
     /// Two digits per byte into `out` (room for `2 × bytes.count`), looked up in a constant table through a moving
     /// pointer: the index arithmetic (overflow-checked) and the branch per digit were most of the encoding's
     /// instructions, about 20 per byte.

@@ -1,6 +1,12 @@
 /// The integer codecs (`uint8` … `int32be`): decimal text ⇄ fixed-width two's-complement bytes.
 enum IntegerCoding {
-    static func decode<T: FixedWidthInteger>(_ bytes: [UInt8], as type: T.Type, kind: CodecKind) throws(CodecError) -> T {
+    /// The decimal text of the value, appended to `out`.
+    static func decode<T: FixedWidthInteger>(_ bytes: UnsafeRawBufferPointer, as type: T.Type, kind: CodecKind,
+                                             to out: inout UTF8Buffer) throws(CodecError) {
+        out.append(integer: try decode(bytes, as: type, kind: kind))
+    }
+
+    static func decode<T: FixedWidthInteger>(_ bytes: UnsafeRawBufferPointer, as type: T.Type, kind: CodecKind) throws(CodecError) -> T {
         // Loading through the unsigned bit pattern keeps sign extension out of the shifting.
         let pattern = try ByteOrder.load(bytes, as: T.Magnitude.self, kind: kind)
         return T(truncatingIfNeeded: pattern)

@@ -8,7 +8,7 @@ internal import CSystemd
 /// daemon's anonymous memory stayed at the flood's high-water mark (docs/dev/MEMORY.md, "After a flood"). On a
 /// Pi Zero's 512 MB shared with Home Assistant, and against the unit's `MemoryMax`, that is memory held for
 /// nothing. Trimming walks the arenas' free lists and `madvise`s whole free pages away: a few hundred microseconds,
-/// done once after a flood and with each page trim, never per message.
+/// done once after a flood, never per message.
 public enum HeapTrim {
     /// True when some memory was returned.
     @discardableResult

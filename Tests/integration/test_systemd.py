@@ -6,7 +6,6 @@ with a config diff, and journald-style logging."""
 from __future__ import annotations
 
 import json
-import re
 import os
 import signal
 import subprocess
@@ -443,33 +442,3 @@ def test_console_lines_are_readable_and_log_level_filters(run_gattbridge, mosqui
     assert not line.startswith("<")
     proc.signal(signal.SIGTERM)
     assert proc.wait(5) == 0
-
-
-# --- the start-up page trim -------------------------------------------------------------------------------------
-
-def test_startup_trim_releases_pages_once_devices_are_online_and_data_still_flows(run_gattbridge, mosquitto, mqtt,
-                                                                                  peripheral, notify, tmp_path):
-    peripheral("heart_rate")
-    config = write_config(tmp_path / "config.yaml", mosquitto.port, ["heart_rate"])
-    proc = start_daemon(run_gattbridge, config, notify, extra=["--log-level", "info"], env={"JOURNAL_STREAM": ""})
-    wait_online(mqtt, "strap")
-    line = proc.wait_for_line("start-up page trim", stream="stderr", timeout=30)
-    found = re.search(r"released (\d+) KiB from (\d+) read-only file mappings \(RSS (\d+) -> (\d+) KiB\)", line)
-    assert found, line
-    released, mappings, before, after = map(int, found.groups())
-    assert released > 0 and mappings > 0 and after < before, line
-    assert "failed=" not in line, line
-    # The unmapped code comes back as it runs: notifications still arrive, and the daemon stops cleanly.
-    mqtt.wait_for(f"{BASE}/strap/heart_rate", timeout=10, since=mqtt.mark())
-    proc.signal(signal.SIGTERM)
-    assert proc.wait(5) == 0
-
-
-def test_startup_trim_is_off_with_gattbridge_no_trim(run_gattbridge, mosquitto, notify, tmp_path):
-    config = write_config(tmp_path / "config.yaml", mosquitto.port, [])
-    proc = start_daemon(run_gattbridge, config, notify, extra=["--log-level", "debug"],
-                        env={"JOURNAL_STREAM": "", "GATTBRIDGE_NO_TRIM": "1"})
-    proc.wait_for_line("start-up page trim off", stream="stderr")
-    proc.signal(signal.SIGTERM)
-    assert proc.wait(5) == 0
-    assert "released" not in proc.stderr

@@ -2,14 +2,14 @@
  * measure gattbridge against. One characteristic, one topic, one thread, one poll loop; nothing else (no config,
  * no reconnection, no Home Assistant, no logging on the hot path).
  *
- *     floor-relay CHARACTERISTIC HOST PORT TOPIC
+ *     floor-relay CHARACTERISTIC HOST PORT TOPIC [QOS]
  *
  * CHARACTERISTIC is a BlueZ object path (/org/bluez/hci0/dev_…/serviceXXXX/charYYYY) or ADDRESS/UUID, looked up in
  * GetManagedObjects on the bus in DBUS_SYSTEM_BUS_ADDRESS; the device must already be connected. Like gattbridge,
  * it tries the fd path first (AcquireNotify, one SOCK_SEQPACKET packet per notification; BlueZ announces no support
  * for it, so trying is the only test) and falls back to StartNotify and one match rule for PropertiesChanged on that
  * path. Each value goes
- * out as one QoS 1 PUBLISH, lower-case hex (gattbridge's `hex` codec: same payload, same size), MQTT 5, clean
+ * out as one PUBLISH at QOS (default 1; `make bench`'s decoded-value rounds compare at 0 and 1), lower-case hex (gattbridge's `hex` codec: same payload, same size), MQTT 5, clean
  * session, TCP_NODELAY and 100 in flight (gattbridge's settings), through unthreaded libmosquitto
  * (mosquitto_loop_read/write/misc from this loop). D-Bus is driven through its watch functions, so a readable bus
  * costs one read, not libdbus's own extra poll. Prints {"event":"ready",…} once subscribed; exits on SIGTERM/SIGINT
@@ -30,6 +30,7 @@
 
 static struct mosquitto *mosq;
 static const char *topic;
+static int qos = 1;
 static char char_path[512];
 static DBusWatch *watches[8];
 static int nwatches, mqtt_ready;
@@ -48,7 +49,7 @@ static void publish(const unsigned char *value, int n) {
         hex[2 * i] = digits[value[i] >> 4];
         hex[2 * i + 1] = digits[value[i] & 15];
     }
-    int rc = mosquitto_publish(mosq, NULL, topic, 2 * n, hex, 1, false);
+    int rc = mosquitto_publish(mosq, NULL, topic, 2 * n, hex, qos, false);
     if (rc != MOSQ_ERR_SUCCESS) die("publish", mosquitto_strerror(rc));
 }
 
@@ -153,8 +154,9 @@ static void on_connect(struct mosquitto *m, void *data, int rc) {
 static void on_signal(int sig) { (void)sig, stop = 1; }
 
 int main(int argc, char **argv) {
-    if (argc != 5) die("usage", "floor-relay CHARACTERISTIC(path or ADDRESS/UUID) HOST PORT TOPIC");
+    if (argc != 5 && argc != 6) die("usage", "floor-relay CHARACTERISTIC(path or ADDRESS/UUID) HOST PORT TOPIC [QOS]");
     topic = argv[4];
+    if (argc == 6) qos = atoi(argv[5]);
     struct sigaction sa = {.sa_handler = on_signal};   /* no SA_RESTART: poll returns EINTR */
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);

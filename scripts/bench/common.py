@@ -22,7 +22,7 @@ from bench.bench import Bench, MqttClient, Mosquitto, Peripheral, Process, wait_
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from stamp_peripheral import CHARACTERISTIC, SERVICE, unstamp  # noqa: E402,F401
+from stamp_peripheral import CHARACTERISTIC, SERVICE, unstamp, unstamp_heart_rate  # noqa: E402,F401
 
 RELEASE_BIN = REPO / ".build-release" / "release" / "gattbridge"
 FLOOR_RELAY_BIN = REPO / ".build-release" / "floor-relay"      # bench/floor/relay.c, built by `make bench-build`
@@ -34,6 +34,8 @@ SIG_ADDRESS = "C0:FF:EE:00:02:02"      # stamp peripheral without it (the StartN
 REF_ADDRESS = "C0:FF:EE:00:02:03"      # fd-path twin the bridge does not manage: the direct reader's (bench only)
 FLOOR_FD_ADDRESS = "C0:FF:EE:00:02:04"     # the fd path's twin for the floor relay (bench only)
 FLOOR_SIG_ADDRESS = "C0:FF:EE:00:02:05"    # the signal path's twin for the floor relay (bench only)
+HR_ADDRESS = "C0:FF:EE:00:02:06"       # heart-rate stamps, signal path, decoded by the bridge (`World(decoded=True)`)
+FLOOR_HR_ADDRESS = "C0:FF:EE:00:02:07"     # its twin for the floor relay (bench only)
 HM10_ADDRESS = "C0:FF:EE:00:00:02"     # the bench's HM-10: a third connected device, idle unless written to
 BASE = "bench"
 
@@ -175,6 +177,8 @@ class StampPeripheral(Peripheral):
                 "--name", self.options.get("name", "Bench Stamp")]
         if self.options.get("no_acquire_notify"):
             args.append("--no-acquire-notify")
+        if self.options.get("heart_rate"):
+            args.append("--heart-rate")
         return args
 
     def burst(self, burst_id: int, rate: float, count: int) -> int:
@@ -186,12 +190,24 @@ class StampPeripheral(Peripheral):
         return self.wait_for(lambda e: e.get("event") == "burst_done" and e.get("id") == burst_id, timeout, since)
 
 
-def stamp_peripheral(bench: Bench, address: str, name: str, acquire_notify: bool) -> StampPeripheral:
+def stamp_peripheral(bench: Bench, address: str, name: str, acquire_notify: bool,
+                     heart_rate: bool = False) -> StampPeripheral:
     adapter = bench.bluez.add_adapter(address)
     p = StampPeripheral("stamp", adapter, address, bench.env, bench.log_dir, name=name,
-                        no_acquire_notify=not acquire_notify)
+                        no_acquire_notify=not acquire_notify, heart_rate=heart_rate)
     bench.peripherals.append(p)
     return p.start()
+
+
+def heart_rate_device(qos: int) -> str:
+    """The decoded-value subject: heart-rate stamps on the signal path, as a strap's user would configure them."""
+    chan = f"{SERVICE}/{CHARACTERISTIC}"
+    return f"""\
+  - name: hr
+    address: "{HR_ADDRESS}"
+    channels:
+      - {{ name: stamp, characteristic: "{chan}", codec: heart_rate_measurement, mode: notify, qos: {qos} }}
+"""
 
 
 def write_config(path: Path, port: int, extra_devices: str = "") -> Path:
@@ -248,7 +264,8 @@ class StampSubscriber:
             try:
                 t, topic, payload = line.decode().split(" ", 2)
                 sec, _, frac = t.partition(".")
-                burst, seq, sent = unstamp(bytes.fromhex(payload))
+                burst, seq, sent = (unstamp_heart_rate(payload) if payload.startswith("{")
+                                    else unstamp(bytes.fromhex(payload)))
                 self.records.append((topic, burst, seq, sent, int(sec) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])))
             except ValueError:
                 continue
@@ -262,9 +279,11 @@ MOSQUITTO_EXTRA = "max_queued_messages 0\nmax_inflight_messages 0\nmax_queued_by
 class World:
     """Private bus + patched BlueZoo + mosquitto + the three peripherals + a subscriber on `bench/#`; with
     `reference`, the direct reader's fd-path twin; with `floor`, the floor relay's twins of the fd and signal
-    peripherals (the relay cannot share them: one AcquireNotify per characteristic)."""
+    peripherals (the relay cannot share them: one AcquireNotify per characteristic); with `decoded`, the heart-rate
+    stamp peripheral (and with `floor` its twin), its device in the config at `decoded_qos`."""
 
-    def __init__(self, workdir: Optional[Path] = None, reference: bool = False, floor: bool = False):
+    def __init__(self, workdir: Optional[Path] = None, reference: bool = False, floor: bool = False,
+                 decoded: bool = False, decoded_qos: int = 0):
         self.bench = Bench(workdir=workdir)
         try:
             self.broker: Mosquitto = self.bench.mosquitto(extra_config=MOSQUITTO_EXTRA)
@@ -275,17 +294,31 @@ class World:
             self.floor_fd = stamp_peripheral(self.bench, FLOOR_FD_ADDRESS, "Floor FD", acquire_notify=True) if floor else None
             self.floor_sig = (stamp_peripheral(self.bench, FLOOR_SIG_ADDRESS, "Floor SIG", acquire_notify=False)
                               if floor else None)
+            self.hr = (stamp_peripheral(self.bench, HR_ADDRESS, "Stamp HR", acquire_notify=False, heart_rate=True)
+                       if decoded else None)
+            self.floor_hr = (stamp_peripheral(self.bench, FLOOR_HR_ADDRESS, "Floor HR", acquire_notify=False,
+                                              heart_rate=True) if decoded and floor else None)
             self.mqtt: MqttClient = self.bench.mqtt_client(self.broker, topics=[f"{BASE}/#"])
-            self.config = write_config(self.bench.workdir / "config.yaml", self.broker.port)
+            self.decoded_qos: Optional[int] = None
+            self.config = self.write_config(decoded_qos if decoded else None)
         except BaseException:
             self.bench.close()
             raise
+
+    def write_config(self, decoded_qos: Optional[int] = None) -> Path:
+        """The bridge's config; with `decoded_qos`, the heart-rate peripheral's device too, its channel at that QoS
+        (the next gattbridge start reads it)."""
+        self.decoded_qos = decoded_qos if self.hr else None
+        return write_config(self.bench.workdir / "config.yaml", self.broker.port,
+                            "" if self.decoded_qos is None else heart_rate_device(self.decoded_qos))
 
     def start_gattbridge(self, env: Optional[dict] = None, log_level: str = "warning") -> Process:
         return self.bench.run_gattbridge(["run", "--config", str(self.config), "--log-level", log_level],
                                          env=env, binary=gattbridge_binary())
 
     def wait_online(self, devices=("fd", "sig", "hm10"), timeout: float = 60.0, since: int = 0) -> None:
+        if self.decoded_qos is not None and "hr" not in devices:
+            devices = (*devices, "hr")
         for d in devices:
             self.mqtt.wait_for(f"{BASE}/{d}/availability", "online", timeout, since)
 

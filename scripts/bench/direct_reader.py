@@ -55,7 +55,7 @@ def main(address: str, path_kind: str, out: str) -> int:
             now = time.time_ns()
             if not data:
                 break
-            burst, seq, sent = unstamp(data[:16])
+            burst, seq, sent = unstamp(data)
             records.append((burst, seq, sent, now))
     else:
         def on_signal(message):
@@ -63,7 +63,7 @@ def main(address: str, path_kind: str, out: str) -> int:
             try:
                 iface, changed, _ = message.parse_to_tuple()
                 if iface == CHAR_IFACE and "Value" in changed:
-                    burst, seq, sent = unstamp(bytes(unvariant_dict(changed)["Value"])[:16])
+                    burst, seq, sent = unstamp(bytes(unvariant_dict(changed)["Value"]))
                     records.append((burst, seq, sent, now))
             except Exception as exc:  # noqa: BLE001 - sdbus would swallow it
                 print(f"direct reader: {exc!r}", file=sys.stderr, flush=True)

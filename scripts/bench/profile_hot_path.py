@@ -16,10 +16,15 @@ subject (gattbridge, release build; the floor relay on the twin peripheral) stre
   here, an instruction count by well under 1 %. Valgrind runs the process some 50 times slower, so use a rate it
   keeps up with (`--rate 200`): each notification is then handled on its own, as at 1 kHz on a quiet machine.
 
+`--path hr` is a decoded value: heart-rate stamps on the signal path through a `codec: heart_rate_measurement`
+channel at `--qos` (the floor relay publishes the same notifications' raw bytes). With callgrind it also prints the
+instructions per value of decoding and publishing it (`ChannelPublisher.publish`, inclusive: the codec, the JSON,
+the hand-over to libmosquitto; issue 45's budget is 5k), beside the loop thread's total.
+
 Counts, not timings, so a loaded machine still gives the same answer. Output on stdout. Needs `strace`, `perf` or
 `valgrind` (Debian: `apt install strace linux-perf valgrind`).
 
-    .venv/bin/python scripts/bench/profile_hot_path.py [--path fd|sig] [--rate 1000] [--count 5000]
+    .venv/bin/python scripts/bench/profile_hot_path.py [--path fd|sig|hr] [--qos 0|1] [--rate 1000] [--count 5000]
                                                        [--tool strace|perf|callgrind] [--subjects gattbridge,floor]
 """
 
@@ -140,6 +145,30 @@ def callgrind_table(out: Path, notifications: int, limit: int = 25) -> str:
     return "\n".join(lines)
 
 
+# The decode-and-publish of one value: the notification path hands each value to `ChannelPublisher.publish` (or, for a
+# value read, `publishRead`); inclusive counts take in the codec, the JSON writer and the hand-over to libmosquitto.
+PUBLISH_SYMBOL = re.compile(r"16ChannelPublisherC7publish(Read)?y")
+
+
+def callgrind_publish(out: Path, notifications: int) -> str:
+    """Instructions per value inside `ChannelPublisher.publish`, inclusive of what it calls."""
+    dumps = sorted(p for p in out.parent.glob(f"{out.name}.*") if re.search(r"\.\d+\.\d+$", p.name))
+    if not dumps:
+        return "no callgrind dump"
+    report = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", "--inclusive=yes", str(dumps[0])],
+                            capture_output=True, text=True).stdout
+    n = max(1, notifications)
+    rows = []
+    for line in report.splitlines():
+        m = re.match(r"\s*([\d,]+)\s+\([ \d.]+%\)\s+(.*)$", line)
+        if m and PUBLISH_SYMBOL.search(m.group(2)):
+            rows.append((int(m.group(1).replace(",", "")), m.group(2)))
+    if not rows:
+        return "decode + publish per value: ChannelPublisher.publish not found (inlined, or no symbols: `make profile`)"
+    count, where = max(rows)
+    return f"decode + publish per value (ChannelPublisher.publish, inclusive): {count / n:,.0f}  [{where[:100]}]"
+
+
 def attach(tool: str, pid: int, out: Path):
     if tool == "callgrind":
         return Callgrind(pid, out)
@@ -198,7 +227,8 @@ def perf_table(path: Path, limit: int = 40) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--path", choices=("fd", "sig"), default="fd")
+    ap.add_argument("--path", choices=("fd", "sig", "hr"), default="fd")
+    ap.add_argument("--qos", type=int, choices=(0, 1), default=0, help="the hr path's channel QoS (and the relay's)")
     ap.add_argument("--rate", type=float, default=1000)
     ap.add_argument("--count", type=int, default=5000)
     ap.add_argument("--tool", choices=("strace", "trace", "switches", "perf", "callgrind"), default="strace")
@@ -208,7 +238,7 @@ def main() -> int:
     subjects = [s for s in a.subjects.split(",") if s]
     out_dir = Path(a.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    world = World(floor="floor" in subjects)
+    world = World(floor="floor" in subjects, decoded=a.path == "hr", decoded_qos=a.qos)
     if a.tool == "callgrind":
         # The bench starts both subjects from these variables (scripts/bench/common.py).
         from common import floor_relay_binary, gattbridge_binary
@@ -222,10 +252,10 @@ def main() -> int:
         if "gattbridge" in subjects:
             gb = world.start_gattbridge()
             world.wait_online(timeout=180 if a.tool == "callgrind" else 60)
-            # Under valgrind, past the start-up page trim too (5 s after the devices came online, and slow there):
-            # its reading of /proc would otherwise be counted as the notifications' work.
+            # Under valgrind, past start-up's last one-time work too (slow there): it would otherwise be counted as the
+            # notifications' work.
             time.sleep(20 if a.tool == "callgrind" else 2)
-            peripheral = world.fd if a.path == "fd" else world.sig
+            peripheral = {"fd": world.fd, "sig": world.sig, "hr": world.hr}[a.path]
             out = out_dir / f"gattbridge-{a.path}.{a.tool}"
             tracer = attach(a.tool, gb.pid, out)
             burst += 1
@@ -235,9 +265,9 @@ def main() -> int:
             gb.stop()
         if "floor" in subjects:
             connect_twins(world)
-            peripheral = world.floor_fd if a.path == "fd" else world.floor_sig
+            peripheral = {"fd": world.floor_fd, "sig": world.floor_sig, "hr": world.floor_hr}[a.path]
             topic = f"{BASE}/floor_{a.path}/stamp"
-            relay, _ = start_relay(world, a.path)
+            relay, _ = start_relay(world, a.path, a.qos if a.path == "hr" else 1)
             out = out_dir / f"floor-{a.path}.{a.tool}"
             tracer = attach(a.tool, relay.pid, out)
             burst += 1
@@ -271,6 +301,8 @@ def main() -> int:
         for name, r in results.items():
             print(f"\n--- {name}: {r['received']} of {a.count} received")
             print(callgrind_table(r["file"], r["received"]))
+            if name == "gattbridge":
+                print(callgrind_publish(r["file"], r["received"]))
     elif a.tool == "trace":
         for name, r in results.items():
             print(f"{name}: {r['received']} of {a.count} received; every system call in {r['file']}")

@@ -32,7 +32,8 @@ from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (BASE, CHARACTERISTIC, FLOOR_FD_ADDRESS, FLOOR_SIG_ADDRESS, REPO, CpuMeter,  # noqa: E402
+from common import (BASE, CHARACTERISTIC, FLOOR_FD_ADDRESS, FLOOR_HR_ADDRESS, FLOOR_SIG_ADDRESS, REPO,  # noqa: E402
+                    CpuMeter,
                     StampSubscriber, World, floor_relay_binary, gattbridge_binary, machine, percentile, sample,
                     save_results)
 from bench.bench import Process  # noqa: E402
@@ -165,8 +166,9 @@ class Runner:
         out = self.world.bench.workdir / f"direct-{subject.name}-{path}-{int(rate)}.txt"
         twin = self.world.ref if path == "fd" else None
         address = (twin or subject.peripherals[path]).address
+        # The heart-rate peripheral ("hr") is a signal-path one.
         reader = Process([sys.executable, str(Path(__file__).resolve().parent / "direct_reader.py"),
-                          address, path, str(out)], f"direct-{path}",
+                          address, "fd" if path == "fd" else "sig", str(out)], f"direct-{path}",
                          env=self.world.bench.env, cwd=REPO, log_dir=self.world.bench.log_dir).start()
         self.world.bench.processes.append(reader)
         try:
@@ -246,27 +248,28 @@ def run_floor(world: World, runner: Runner, a: argparse.Namespace, rates: list[f
 
 def connect_twins(world: World) -> None:
     log("floor relay: connecting its twin peripherals…")
+    twins = [FLOOR_FD_ADDRESS, FLOOR_SIG_ADDRESS] + ([FLOOR_HR_ADDRESS] if world.floor_hr else [])
     connect = Process([sys.executable, str(Path(__file__).resolve().parent / "connect_devices.py"),
-                       FLOOR_FD_ADDRESS, FLOOR_SIG_ADDRESS], "connect-floor", env=world.bench.env, cwd=REPO,
+                       *twins], "connect-floor", env=world.bench.env, cwd=REPO,
                       log_dir=world.bench.log_dir).start()
     world.bench.processes.append(connect)
     if connect.wait(120) != 0:
         raise RuntimeError(f"could not connect the floor relay's peripherals: {connect.stderr[-3000:]}")
 
 
-def start_relay(world: World, path: str) -> tuple[Process, "Subject"]:
+def start_relay(world: World, path: str, qos: int = 1) -> tuple[Process, "Subject"]:
     """The floor relay on the twin peripheral of `path` (already connected), ready and settled."""
-    peripherals = {"fd": world.floor_fd, "sig": world.floor_sig}
-    topics = {p: f"{BASE}/floor_{p}/stamp" for p in ("fd", "sig")}
+    peripherals = {"fd": world.floor_fd, "sig": world.floor_sig, "hr": world.floor_hr}
+    topics = {p: f"{BASE}/floor_{p}/stamp" for p in ("fd", "sig", "hr")}
     relay = Process([floor_relay_binary(), f"{peripherals[path].address}/{CHARACTERISTIC}", "127.0.0.1",
-                     world.broker.port, topics[path]], f"floor-relay-{path}", env=world.bench.env,
+                     world.broker.port, topics[path], str(qos)], f"floor-relay-{path}", env=world.bench.env,
                     log_dir=world.bench.log_dir).start()
     world.bench.processes.append(relay)
     try:
         ready = json.loads(relay.wait_for_line('"ready"', 30))
     except TimeoutError:
         raise RuntimeError(f"floor relay ({path}) did not start: {relay.stderr[-3000:]}") from None
-    if ready["path"] != ("fd" if path == "fd" else "signal"):
+    if ready["path"] != ("fd" if path == "fd" else "signal"):     # "hr" is a signal-path peripheral
         raise RuntimeError(f"floor relay took the {ready['path']} path for the {path} peripheral")
     time.sleep(2)
     return relay, Subject("floor", relay, peripherals, topics)
@@ -283,8 +286,7 @@ def alternate(world: World, runner: Runner, rounds: int, seconds: float) -> dict
         since = world.mqtt.mark()
         gb = world.start_gattbridge()
         world.wait_online(timeout=60, since=since)
-        # Past the start-up page trim (5 s after every device came online; docs/performance.md, "Idle memory"), whose code
-        # pages fault back in once afterwards: in a round that straddles it, that one-time cost is in the figures.
+        # Past start-up's last one-time work (Home Assistant configs, first reads), so it is not in the figures.
         time.sleep(8)
         subject = Subject("gattbridge", gb, {"fd": world.fd, "sig": world.sig},
                           {p: f"{BASE}/{p}/stamp" for p in ("fd", "sig")})
@@ -307,6 +309,75 @@ def alternate(world: World, runner: Runner, rounds: int, seconds: float) -> dict
             out[path][key] = {"gattbridge": median(g), "floor": median(f), "ratio": ratio(median(g), median(f)),
                               "ratios": [ratio(a, b) for a, b in zip(g, f)]}
     return out
+
+
+def decoded_rounds(world: World, runner: Runner, rounds: int, seconds: float) -> dict:
+    """A decoded value, as a heart-rate strap's user would configure it (`codec: heart_rate_measurement`, signal path,
+    1 kHz), at QoS 0 and QoS 1: `rounds` times gattbridge, then the floor relay on a twin peripheral sending the same
+    notifications and publishing their raw bytes (hex) at the same QoS. The heart-rate stamp carries its identity and
+    send time in eight RR intervals (scripts/bench/stamp_peripheral.py), so each value is ~130 bytes of JSON."""
+    keys = ("cpu_us_per_notification", "switches_per_notification", "wakeups_per_notification")
+    out: dict = {"rounds": rounds, "seconds": seconds, "path": "sig", "codec": "heart_rate_measurement"}
+    try:
+        for qos in (0, 1):
+            rows: dict[str, list] = {"gattbridge": [], "floor": []}
+            for n in range(rounds):
+                log(f"decoded-value round {n + 1}/{rounds}, QoS {qos}: gattbridge, then the floor relay, 1 kHz…")
+                world.write_config(decoded_qos=qos)
+                since = world.mqtt.mark()
+                gb = world.start_gattbridge()
+                world.wait_online(timeout=60, since=since)
+                time.sleep(8)       # past start-up's one-time work, as in `alternate`
+                subject = Subject("gattbridge", gb, {"fd": world.fd, "sig": world.sig, "hr": world.hr},
+                                  {"hr": f"{BASE}/hr/stamp"})
+                r = runner.latency(subject, "hr", 1000.0, seconds)
+                rows["gattbridge"].append(pick(r, "gattbridge", keys) | {"lost": r["lost"]})
+                gb.stop()
+                relay, floor = start_relay(world, "hr", qos)
+                r = runner.latency(floor, "hr", 1000.0, seconds)
+                rows["floor"].append(pick(r, "floor", keys) | {"lost": r["lost"]})
+                relay.signal(signal.SIGTERM)
+                relay.wait(10)
+            q: dict = {"runs": rows}
+            for key in keys + ("added_p50_ms", "added_p99_ms"):
+                g = [x[key] for x in rows["gattbridge"]]
+                f = [x[key] for x in rows["floor"]]
+                q[key] = {"gattbridge": median(g), "floor": median(f), "ratio": ratio(median(g), median(f)),
+                          "ratios": [ratio(a, b) for a, b in zip(g, f)]}
+            out[f"qos{qos}"] = q
+    finally:
+        world.write_config(None)
+    return out
+
+
+def summarize_decoded(r: dict) -> None:
+    d = r.get("decoded")
+    if not d:
+        return
+    x = lambda v: "—" if v is None else f"{v:.2f}×"  # noqa: E731
+    print(f"\ndecoded value (codec heart_rate_measurement, signal path, 1 kHz, {d['seconds']:.0f} s per round): "
+          f"{d['rounds']} × (gattbridge, then the floor relay publishing the raw bytes); medians, ratio of each round:")
+    head = ("metric", "QoS", "gattbridge", "floor", "ratio", "target", "per round")
+    rows = []
+    for qos in (0, 1):
+        q = d.get(f"qos{qos}")
+        if not q:
+            continue
+        c = q["cpu_us_per_notification"]
+        v = lambda n, unit, digits: "—" if n is None else f"{n:.{digits}f}{unit}"  # noqa: E731
+        target = TARGETS["cpu_ratio_to_floor_max"]
+        verdict = "—" if c["ratio"] is None else ("ok" if c["ratio"] <= target else "MISSED")
+        rows.append(("CPU per value", str(qos), v(c["gattbridge"], " µs", 1), v(c["floor"], " µs", 1), x(c["ratio"]),
+                     f"≤ {target}× ({verdict})", ", ".join(x(t) for t in c["ratios"])))
+        for key, label in (("switches_per_notification", "context switches per value"),
+                           ("added_p99_ms", "added latency p99")):
+            c = q[key]
+            unit = " ms" if key.endswith("ms") else ""
+            rows.append((label, str(qos), v(c["gattbridge"], unit, 2), v(c["floor"], unit, 2), x(c["ratio"]), "",
+                         ", ".join(x(t) for t in c["ratios"])))
+    widths = [max(len(row[i]) for row in rows + [head]) for i in range(len(head))]
+    for row in [head] + rows:
+        print("  ".join(f"{v:<{w}}" for v, w in zip(row, widths)).rstrip())
 
 
 def pick(r: dict, name: str, keys: tuple) -> dict:
@@ -382,19 +453,24 @@ def main() -> int:
                     help="alternating 1 kHz rounds of gattbridge and the floor relay (0: none)")
     ap.add_argument("--rounds-only", action="store_true",
                     help="only the alternating rounds (a quick A/B of a change: ~50 s per round)")
+    ap.add_argument("--decoded-rounds", type=int, default=int(os.environ.get("BENCH_DECODED_ROUNDS", 3)),
+                    help="decoded-value rounds (heart_rate_measurement, signal path) per QoS, 0 and 1 (0: none)")
+    ap.add_argument("--decoded-only", action="store_true",
+                    help="only the decoded-value rounds (~45 s per round and QoS)")
     a = ap.parse_args()
     if a.quick:
         a.idle_seconds, a.step_seconds, a.latency_seconds, a.rates, a.rounds = 10, 2, 3, "1000,3000", 1
+        a.decoded_rounds = 1
     rates = [float(r) for r in a.rates.split(",") if r]
 
-    if a.rounds_only:
+    if a.rounds_only or a.decoded_only:
         return rounds_only(a)
     binary = gattbridge_binary()
     results: dict = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
                      "binary": str(binary), "binary_bytes": binary.stat().st_size, "targets": TARGETS,
                      "settings": {"idle_seconds": a.idle_seconds, "step_seconds": a.step_seconds,
                                   "latency_seconds": a.latency_seconds, "rates": rates}}
-    world = World(reference=True, floor=not a.no_floor)
+    world = World(reference=True, floor=not a.no_floor, decoded=not a.no_floor and a.decoded_rounds > 0)
     try:
         listener = world.bench.sd_notify_listener()
         log("starting gattbridge (release)…")
@@ -419,7 +495,7 @@ def main() -> int:
         results["idle"] = {"seconds": round(dt, 1), "cpu_percent": round(100 * (s1.cpu - s0.cpu) / dt, 3),
                            "cpu_seconds": round(s1.cpu - s0.cpu, 3),
                            "wakeups_per_second": round((s1.switches - s0.switches) / dt, 2),
-                           "rss_kb": s1.rss_kb, "pss_kb": s1.pss_kb,
+                           "rss_kb": s1.rss_kb, "pss_kb": s1.pss_kb, "anon_kb": s1.anon_kb,
                            "others_cpu_percent": {k: round(others.percent(k), 2) for k in others.used}}
 
         results["latency"] = []
@@ -443,6 +519,8 @@ def main() -> int:
             results["floor_comparison"] = compare(results)
             if a.rounds > 0:
                 results["alternating"] = alternate(world, runner, a.rounds, a.latency_seconds)
+            if a.decoded_rounds > 0:
+                results["decoded"] = decoded_rounds(world, runner, a.decoded_rounds, a.latency_seconds)
     finally:
         world.close()
 
@@ -454,14 +532,18 @@ def main() -> int:
 def rounds_only(a: argparse.Namespace) -> int:
     results: dict = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine(),
                      "binary": str(gattbridge_binary())}
-    world = World(reference=True, floor=True)
+    world = World(reference=True, floor=True, decoded=a.decoded_only or a.decoded_rounds > 0)
     try:
         runner = Runner(world)
         connect_twins(world)
-        results["alternating"] = alternate(world, runner, max(a.rounds, 1), a.latency_seconds)
+        if not a.decoded_only:
+            results["alternating"] = alternate(world, runner, max(a.rounds, 1), a.latency_seconds)
+        if a.decoded_rounds > 0:
+            results["decoded"] = decoded_rounds(world, runner, a.decoded_rounds, a.latency_seconds)
     finally:
         world.close()
     summarize_alternating(results)
+    summarize_decoded(results)
     print(f"\nJSON: {save_results(results, a.out_dir, 'bench-rounds', 'rounds-latest.json')} (and a timestamped copy)")
     return 0
 
@@ -498,8 +580,10 @@ def summarize(r: dict) -> None:
                      "—" if ratio_now is None else f"{ratio_now:.2f}×, " + (
                          "ok" if ratio_now <= t["cpu_ratio_to_floor_max"] else "MISSED")))
     rows += [
-        ("RSS / PSS idle, 3 devices connected", f"{idle['rss_kb'] / 1024:.1f} / {idle['pss_kb'] / 1024:.1f} MiB",
-         f"RSS ≤ {t['idle_rss_mib_max']:.0f} MiB", "ok" if idle["rss_kb"] / 1024 <= t["idle_rss_mib_max"] else "MISSED"),
+        ("RSS / PSS idle, 3 devices connected", f"{idle['rss_kb'] / 1024:.1f} / {idle['pss_kb'] / 1024:.1f} MiB "
+         f"(anonymous {idle.get('anon_kb', 0) / 1024:.1f})",
+         f"RSS ≤ {t['idle_rss_mib_max']:.0f} MiB", ("ok" if idle["rss_kb"] / 1024 <= t["idle_rss_mib_max"] else "MISSED")
+         + " (RSS counts clean file pages the kernel reclaims: docs/dev/MEMORY.md)"),
         ("RSS / PSS under load (peak, 1 kHz and max rate)",
          f"{max(x['gattbridge_peak_rss_kb'] for x in k1 + tp['fd']['steps'] + tp['sig']['steps']) / 1024:.1f} / "
          f"{max(x['gattbridge_peak_pss_kb'] for x in k1 + tp['fd']['steps'] + tp['sig']['steps']) / 1024:.1f} MiB", "", ""),
@@ -529,6 +613,7 @@ def summarize(r: dict) -> None:
                   f"{s['cpu_percent'].get('peripheral_' + p, 0):.0f} %  mosquitto {s['cpu_percent'].get('mosquitto', 0):.0f} %")
     if "floor_comparison" in r:
         summarize_floor(r)
+    summarize_decoded(r)
 
 
 def summarize_floor(r: dict) -> None:

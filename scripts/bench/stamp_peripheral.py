@@ -1,11 +1,14 @@
 """A peripheral for measurements: one notify characteristic whose notifications carry their own identity and send
 time, so a subscriber at the far end of the bridge can count losses, duplicates and reordering, and measure latency.
 
-    python scripts/bench/stamp_peripheral.py --adapter hciN [--no-acquire-notify] [--name NAME]
+    python scripts/bench/stamp_peripheral.py --adapter hciN [--no-acquire-notify] [--name NAME] [--heart-rate]
 
 Each notification is 16 bytes, little-endian: u32 burst id, u32 sequence number (from 0 in each burst), u64
 CLOCK_REALTIME nanoseconds taken just before it is handed to BlueZ (`time.time_ns()`: the clock mosquitto_sub's
-`%U` prints, the same in every process on the machine; a bench run is too short for NTP slews to matter). Nothing is sent until a stdin command asks for it (besides the bench's usual commands):
+`%U` prints, the same in every process on the machine; a bench run is too short for NTP slews to matter).
+With `--heart-rate` the same 16 bytes travel as a Heart Rate Measurement (0x2A37): flags 0x10 (uint8 heart rate,
+RR intervals present), 60 bpm, then the stamp as eight RR intervals, so a bridge channel with
+`codec: heart_rate_measurement` publishes it as JSON (`rr_ms` gives the stamp back: see `unstamp_heart_rate`). Nothing is sent until a stdin command asks for it (besides the bench's usual commands):
 
     {"cmd":"burst","id":7,"rate":1000,"count":5000}   → {"event":"burst_done","id":7,"count":5000,"seconds":5.01}
     {"cmd":"stream","id":8,"rate":20}                  endless, until {"cmd":"halt"} (the soak's steady flow)
@@ -37,20 +40,32 @@ from bench.peripherals.gatt import (Advertisement, Characteristic, PeripheralRun
 SERVICE = "c0ffee00-be9c-4c7a-9b1e-000000000001"
 CHARACTERISTIC = "c0ffee00-be9c-4c7a-9b1e-000000000002"
 STAMP = struct.Struct("<IIQ")
+HEART_RATE_HEADER = bytes([0x10, 60])     # flags: uint8 heart rate, RR intervals present; 60 bpm
 
 
-def stamp(burst: int, seq: int) -> bytes:
-    return STAMP.pack(burst, seq, time.time_ns())
+def stamp(burst: int, seq: int, heart_rate: bool = False) -> bytes:
+    data = STAMP.pack(burst, seq, time.time_ns())
+    return HEART_RATE_HEADER + data if heart_rate else data
 
 
 def unstamp(data: bytes) -> tuple[int, int, int]:
-    """(burst id, sequence number, send time in CLOCK_REALTIME ns)."""
-    return STAMP.unpack(data)
+    """(burst id, sequence number, send time in CLOCK_REALTIME ns), from a stamp or a heart-rate stamp's bytes."""
+    if len(data) >= STAMP.size + len(HEART_RATE_HEADER) and data.startswith(HEART_RATE_HEADER):
+        data = data[len(HEART_RATE_HEADER):]
+    return STAMP.unpack(data[:STAMP.size])
+
+
+def unstamp_heart_rate(payload: str) -> tuple[int, int, int]:
+    """`unstamp` of the bridge's JSON for a heart-rate stamp: each RR interval in ms is n × 1000 / 1024 for the
+    stamp's uint16 n, a binary fraction the JSON spells exactly."""
+    rr = json.loads(payload)["rr_ms"]
+    return STAMP.unpack(b"".join(struct.pack("<H", round(ms * 1024 / 1000)) for ms in rr))
 
 
 class StampRunner(PeripheralRunner):
-    def __init__(self, adapter: str, name: str, acquire_notify: bool):
-        self.char = Characteristic(CHARACTERISTIC, ["read", "notify"], bytes(STAMP.size),
+    def __init__(self, adapter: str, name: str, acquire_notify: bool, heart_rate: bool = False):
+        self.heart_rate = heart_rate
+        self.char = Characteristic(CHARACTERISTIC, ["read", "notify"], stamp(0, 0, heart_rate),
                                    acquire_notify=acquire_notify)
         super().__init__(adapter, [Service(SERVICE, [self.char])], Advertisement(name, [SERVICE]))
         self.task: Optional[asyncio.Task] = None
@@ -92,7 +107,7 @@ class StampRunner(PeripheralRunner):
                 tick += 1
                 if not self.char.subscribed:
                     continue        # nobody to send to (link down): not produced, so not counted
-                await self.char.notify(stamp(burst, seq))
+                await self.char.notify(stamp(burst, seq, self.heart_rate))
                 seq += 1
         except asyncio.CancelledError:
             halted = True
@@ -108,8 +123,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--adapter", required=True)
     p.add_argument("--name", default="Bench Stamp")
     p.add_argument("--no-acquire-notify", action="store_true")
+    p.add_argument("--heart-rate", action="store_true", help="stamps as Heart Rate Measurements (see above)")
     a = p.parse_args(argv)
-    run(StampRunner(a.adapter, a.name, acquire_notify=not a.no_acquire_notify))
+    run(StampRunner(a.adapter, a.name, acquire_notify=not a.no_acquire_notify, heart_rate=a.heart_rate))
     return 0
 
 

@@ -2,24 +2,24 @@
 daemon's functions.
 
 Why: the release binary has 12 MB of code, and the daemon runs about 1 MB of it, spread over the whole file. Every
-page the kernel maps for it stays resident, and where the kernel faults around (64 KB at a time: before the start-up
-trim everywhere, after it on kernels before 6.7, docs/dev/MEMORY.md#fault-around-off-2026-11-28) without an order the
-idle daemon kept ~7.5 MB of code mapped; with the functions it runs packed together, ~4.5 MB. A stale list is
+page the kernel maps for it stays resident until memory gets short, and the kernel faults around (64 KB at a time), so
+without an order the idle daemon kept ~7.5 MB of code mapped; with the functions it runs packed together, ~4.5 MB,
+and under memory pressure the pages it keeps using are few and hold little else (docs/dev/MEMORY.md). A stale list is
 harmless (new functions just keep their default place); regenerate it when the daemon's code changed a lot.
 
 How: runs an unstripped release binary under valgrind's callgrind against the simulated bench (the three demo
 peripherals, a second heart rate strap without AcquireNotify, two BTHome broadcasters, mosquitto, `gattbridge run -c
-config/demo.yaml` with that strap added), waits for the daemon's start-up page trim (callgrind dumps the profile so
-far when it begins), idles (another dump), exercises commands and reads, and stops it with SIGTERM. Broadcasts are
+config/demo.yaml` with that strap added), waits until every device is online and then `SETTLE` seconds (callgrind
+dumps the profile so far: start-up), idles (another dump), exercises commands and reads, and stops it with SIGTERM. Broadcasts are
 part of the steady state: one broadcaster is the demo's saved passive `balcony-thermometer`, the other an unlisted
 sensor the demo's `auto: [bthome]` adopts, each sending a new packet a second, so the discovery signals, decoders, the
-tracker and their publishes run after the trim and their functions are packed with the rest of the steady state's
+tracker and their publishes run after start-up and their functions are packed with the rest of the steady state's
 (otherwise a daemon with broadcasters maps megabytes of code pages back in, docs/performance.md#passive-broadcasts).
 The second strap's notifications take BlueZ's signal path, so the connection's property taps, which every other
 signal passes too once a device uses them, are in the steady state as well. The order lists the binary's functions
-that ran in the idle steady state after the trim, most expensive first, then those the commands and the shutdown
-added, then those that ran only before the trim: after the trim only the pages the steady state runs come back, so
-its functions go first and share as few pages as possible with the rest. Names that live in large input sections (the
+that ran in the idle steady state, most expensive first, then those the commands and the shutdown added, then those
+that ran only during start-up: the steady state's functions go first and share as few pages as possible with the
+rest, so the pages it keeps using are few and the start-up-only ones are the kernel's to reclaim. Names that live in large input sections (the
 toolchain's static libraries are not compiled one function per section) are left out: the linker would move the whole
 section, and local helpers such as `__swift_instantiateConcreteTypeFromMangledName` share one name across objects, so
 one of them could drag a big unrelated section into the hot pages.
@@ -102,13 +102,14 @@ SIGNAL_STRAP_DEVICE = f"""  - name: heart-rate-signal
 
 """
 
-# StartupPageTrim.run() (Sources/Systemd/StartupPageTrim.swift), mangled: callgrind dumps the start-up part there.
-TRIM_FUNCTION = "$s7Systemd15StartupPageTrimO3run*"
+# Seconds after every device came online that start-up is taken to be over (its last one-time work, the Home
+# Assistant configs and the first reads, is done within a second or two even under valgrind).
+SETTLE = 10
 
 
 def profile(binary: Path, seconds: int, work: Path) -> tuple[Path, Path, Path]:
-    """Profiles the daemon; returns the profile up to its start-up trim, the idle steady state after it, and the
-    commands and shutdown."""
+    """Profiles the daemon; returns the profile of its start-up, the idle steady state after it, and the commands and
+    shutdown."""
     port = free_port()
     (work / "mosquitto.conf").write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
     processes: list[subprocess.Popen] = []
@@ -140,11 +141,12 @@ def profile(binary: Path, seconds: int, work: Path) -> tuple[Path, Path, Path]:
         availability = work / "availability.txt"
         start(["mosquitto_sub", "-p", str(port), "-v", "-t", "gattbridge/+/availability"], "availability.txt")
         daemon = start(["valgrind", "-q", "--tool=callgrind", f"--callgrind-out-file={output}", "--dump-instr=yes",
-                        "--demangle=no", f"--dump-before={TRIM_FUNCTION}", str(binary), "run", "-c",
+                        "--demangle=no", str(binary), "run", "-c",
                         str(work / "demo.yaml"), "--log-level", "info"], "gattbridge.log", env=env)
         wait_for(lambda: availability.read_text().count(" online") >= 6, 180,
                  "four connected and two passive devices online")
-        wait_for(lambda: "start-up page trim" in (work / "gattbridge.log").read_text(), 180, "the start-up trim")
+        time.sleep(SETTLE)
+        subprocess.run(["callgrind_control", "--dump", str(daemon.pid)], check=True, capture_output=True)
 
         def publish(topic: str, message: str | None) -> None:
             args = ["mosquitto_pub", "-p", str(port), "-t", f"gattbridge/{topic}"]
@@ -319,7 +321,7 @@ def main() -> None:
     parser.add_argument("--binary", type=Path, help="an unstripped release gattbridge linked without "
                         "unnamed-order.ld (default: build one)")
     parser.add_argument("--map", type=Path, help="the linker map (-Map) of --binary")
-    parser.add_argument("--seconds", type=int, default=60, help="idle time after the trim (notifications, polls, keepalives)")
+    parser.add_argument("--seconds", type=int, default=60, help="idle time after start-up (notifications, polls, keepalives)")
     options = parser.parse_args()
     if options.binary and not options.map:
         parser.error("--binary needs --map")
@@ -336,8 +338,8 @@ def main() -> None:
             if name not in seen:
                 seen.add(name)
                 functions.append(name)
-    # Unnamed sections of the steady state and the commands only: what runs only before the trim is dropped by it
-    # wherever it lies.
+    # Unnamed sections of the steady state and the commands only: what runs only during start-up is left to the kernel
+    # to reclaim wherever it lies.
     unnamed: list[tuple[str, str]] = []
     for part in parts[:2]:
         unnamed += [section for section in unnamed_sections.ranked(part) if section not in unnamed]
@@ -346,7 +348,7 @@ def main() -> None:
     order = [name for name in functions if name not in large]
     OUTPUT.write_text("".join(name + "\n" for name in order))
     print(f"symbol_order: {len(order)} functions, {len([n for n in steady if n not in large])} of them in the "
-          f"steady state after the trim ({len(functions) - len(order)} in large sections left out) -> {OUTPUT.relative_to(REPO)}; "
+          f"steady state after start-up ({len(functions) - len(order)} in large sections left out) -> {OUTPUT.relative_to(REPO)}; "
           f"{len(unnamed)} unnamed sections -> {UNNAMED_OUTPUT.relative_to(REPO)}")
 
 

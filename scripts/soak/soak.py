@@ -707,9 +707,9 @@ class Soak:
                        "anon_first_after_warmup_median": anon_first, "anon_last_median": anon_last,
                        "series": [(round(t), r, p, a, f) for t, r, p, a, f in self.rss]},
         }
-        # Judged on anonymous memory, what a leak grows. File-backed pages (code, read-only data) come back one code
-        # path at a time after the daemon's start-up page trim dropped them (docs/dev/MEMORY.md), a fault kind first run
-        # after warm-up included; they are bounded by the mapped files, so they are reported, not judged.
+        # Judged on anonymous memory, what a leak grows. File-backed pages (code, read-only data) are mapped one code
+        # path at a time as they first run (a fault kind first run after warm-up included) and are the kernel's to
+        # reclaim when memory is short (docs/dev/MEMORY.md); bounded by the mapped files, they are reported, not judged.
         result["rss_kb"]["anon_growth_percent"] = (round(100 * (anon_last - anon_first) / anon_first, 1)
                                                    if anon_first else None)
         growth = result["rss_kb"]["anon_growth_percent"]

@@ -19,6 +19,13 @@ final class ChannelPublisher: Sendable {
     /// A `hex` channel without a `values` map and not an event: its values go out as UTF-8 encoded on the stack
     /// (`Hex.withEncoded`), no `String` per notification.
     private let publishesHexBytes: Bool
+    /// Read once here: `channel.codec` copies the codec (and retains its `values`) at every read.
+    private let codec: Codec
+    /// Where a decoded value's UTF-8 is written (`Codec.decode(_:into:)`) and published from: kept from value to value,
+    /// so once it has grown to the channel's largest value a notification allocates nothing and makes no `String`
+    /// (issue 45). Taken out while a value is written and put back after, so the lock is never held while publishing;
+    /// a value arriving meanwhile (a read beside a notification) finds it empty and writes into a fresh one.
+    private let scratch = Mutex(UTF8Buffer())
     /// The last payload published, for a Home Assistant restart (`<prefix>/status` online) to get current states.
     /// Its UTF-8 in a buffer kept from value to value (copied in, no allocation once it is large enough), so a value
     /// published from bytes needs no `String` to be kept.
@@ -57,6 +64,7 @@ final class ChannelPublisher: Sendable {
         qos = channel.qos
         retain = channel.retain
         publishesHexBytes = channel.codecKind == .hex && channel.values.isEmpty && !isEvent
+        codec = channel.codec
     }
 
     /// A value read (a poll or a `get`): a whole value, never spliced into a notify text channel's partial line.
@@ -90,10 +98,26 @@ final class ChannelPublisher: Sendable {
     }
 
     private func decodeAndSend(_ bytes: UnsafeRawBufferPointer) {
+        var out = scratch.withLock { kept in
+            var taken = UTF8Buffer()
+            swap(&taken, &kept)
+            return taken
+        }
+        defer { scratch.withLock { swap(&$0, &out) } }
+        out.removeAll()
         do {
-            send(try channel.codec.decode(bytes))
+            try codec.decode(bytes, into: &out)
         } catch {
             logger.warning("cannot decode value of \(channel.name): \(error)", metadata: ["topic": "\(topic)"])
+            return
+        }
+        if isEvent {
+            send(out.string)    // Home Assistant's event JSON is built around the text (`send`)
+        } else {
+            out.withBytes { utf8 in
+                last.withLock { $0.keep(utf8) }
+                mqtt.publish(topic, utf8: utf8, qos: qos, retain: retain)
+            }
         }
     }
 

@@ -12,16 +12,12 @@ struct BlueZEventsService: Service {
     let bluez: BlueZClient
     let core: BridgeCore
     let statusChanged: @Sendable () -> Void
-    /// An adapter came or went: one-time work (its discovery, the devices it brings) the page trim lets settle.
-    let adaptersChanged: @Sendable () -> Void
     private let events: AsyncStream<BlueZEvent>
 
-    init(bluez: BlueZClient, core: BridgeCore, statusChanged: @escaping @Sendable () -> Void,
-         adaptersChanged: @escaping @Sendable () -> Void = {}) {
+    init(bluez: BlueZClient, core: BridgeCore, statusChanged: @escaping @Sendable () -> Void) {
         self.bluez = bluez
         self.core = core
         self.statusChanged = statusChanged
-        self.adaptersChanged = adaptersChanged
         events = bluez.events()
     }
 
@@ -30,7 +26,6 @@ struct BlueZEventsService: Service {
             core.handle(event)
             switch event {
             case .bluezVanished, .bluezAppeared: statusChanged()
-            case .adapterAdded, .adapterRemoved: adaptersChanged()
             default: break
             }
         }

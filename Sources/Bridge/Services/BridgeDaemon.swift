@@ -58,14 +58,7 @@ public struct BridgeDaemon: Sendable {
             throw StartupError.mqtt(error.description)
         }
         let (statusFeed, statusTrigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        // What changes the STATUS= line (devices coming and going, the device list, the broker connection) is also
-        // one-time work the page trim waits to settle; a bounded buffer, as nobody reads it with GATTBRIDGE_NO_TRIM=1.
-        let (trimFeed, trimTrigger) = AsyncStream.makeStream(of: PageTrimSchedule.Event.self,
-                                                             bufferingPolicy: .bufferingNewest(16))
-        let statusChanged: @Sendable () -> Void = {
-            statusTrigger.yield()
-            trimTrigger.yield(.changed)
-        }
+        let statusChanged: @Sendable () -> Void = { statusTrigger.yield() }
         let discovery = DiscoveryCoordinator(bluez: bluez, logger: logger)
         let agentReadiness = AgentReadiness()
         let features: [any BridgeFeature] = [
@@ -83,8 +76,7 @@ public struct BridgeDaemon: Sendable {
         ]
         let core = BridgeCore(config: config, bluez: bluez, link: link, discovery: discovery, features: features,
                               logger: logger, agentReadiness: agentReadiness, statusChanged: statusChanged)
-        let status = StatusReporter(notifier: notifier, core: core, mqtt: link, bluez: bluez,
-                                    allOnline: { trimTrigger.yield(.allOnline) })
+        let status = StatusReporter(notifier: notifier, core: core, mqtt: link, bluez: bluez)
         let (notifier, logger, configPath, devices, version) = (notifier, logger, configPath, config.devices.count, version)
         let mqtt = MQTTService(link: link, core: core, logger: logger, statusChanged: statusChanged,
                                host: EventLoopMQTTHost(loop: bus.loop), started: {
@@ -95,8 +87,7 @@ public struct BridgeDaemon: Sendable {
         // are still there, then the broker gets `offline` (MQTT), then BlueZ and discovery close.
         var services: [any Service] = [
             discovery,
-            BlueZEventsService(bluez: bluez, core: core, statusChanged: statusChanged,
-                               adaptersChanged: { trimTrigger.yield(.changed) }),
+            BlueZEventsService(bluez: bluez, core: core, statusChanged: statusChanged),
             mqtt,
             CoreService(core: core),
             StatusService(reporter: status, triggers: statusFeed),
@@ -109,15 +100,11 @@ public struct BridgeDaemon: Sendable {
             services.append(WatchdogService(loop: loop))
         }
         services.append(StoppingNotice(notifier: notifier, logger: logger))
-        var configurations = services.map {
+        let configurations = services.map {
             ServiceGroupConfiguration.ServiceConfiguration(
                 service: $0, successTerminationBehavior: .gracefullyShutdownGroup,
                 failureTerminationBehavior: .gracefullyShutdownGroup)
         }
-        // It returns at once with GATTBRIDGE_NO_TRIM=1; that must not end the group.
-        configurations.insert(.init(service: PageTrimService(events: trimFeed, logger: logger),
-                                    successTerminationBehavior: .ignore, failureTerminationBehavior: .gracefullyShutdownGroup),
-                              at: configurations.count - 1)
         var configuration = ServiceGroupConfiguration(
             services: configurations,
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

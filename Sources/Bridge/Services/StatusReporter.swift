@@ -9,24 +9,18 @@ actor StatusReporter {
     private let core: BridgeCore
     private let mqtt: MQTTLink
     private let bluez: BlueZClient
-    /// Told every time the snapshot finds every configured device online (the start-up page trim waits for the first).
-    private let allOnline: @Sendable () -> Void
     private var reloadFailure: String?
     private var last: String?
 
-    init(notifier: SystemdNotifier, core: BridgeCore, mqtt: MQTTLink, bluez: BlueZClient,
-         allOnline: @escaping @Sendable () -> Void = {}) {
+    init(notifier: SystemdNotifier, core: BridgeCore, mqtt: MQTTLink, bluez: BlueZClient) {
         self.notifier = notifier
         self.core = core
         self.mqtt = mqtt
         self.bluez = bluez
-        self.allOnline = allOnline
     }
 
     func refresh() async {
         let snapshot = core.snapshot()
-        let expected = snapshot.owned ?? snapshot.devices
-        if expected > 0, snapshot.devicesOnline == expected { allOnline() }
         let line = StatusLine(mqttConnected: mqtt.client.isConnected, bluezAvailable: await bluez.isAvailable,
                               devicesOnline: snapshot.devicesOnline, devices: snapshot.devices, owned: snapshot.owned,
                               reloadFailure: reloadFailure).text

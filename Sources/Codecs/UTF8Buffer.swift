@@ -1,0 +1,127 @@
+/// A payload's UTF-8, written by the codecs and the JSON writer into an array the caller keeps from value to value:
+/// once it has grown to a channel's largest value, decoding and writing a value allocates nothing (issue 45: one
+/// `String` per value, its appends and index checks, were most of a decoded value's instructions).
+public struct UTF8Buffer: Sendable {
+    public private(set) var bytes: [UInt8]
+
+    public init(capacity: Int = 0) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    public var count: Int { bytes.count }
+
+    /// Empties it for the next value, keeping its storage.
+    public mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+    }
+
+    /// The text, for the callers that need a `String` (events, replies, tests).
+    public var string: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// The bytes lent to `body`, valid only during the call.
+    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try bytes.withUnsafeBytes(body)
+    }
+
+    @inline(__always)
+    mutating func append(_ byte: UInt8) {
+        bytes.append(byte)
+    }
+
+    /// A literal's bytes, which need no UTF-8 check and no count of characters.
+    @inline(__always)
+    mutating func append(_ text: StaticString) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    mutating func append(contentsOf other: some Sequence<UInt8>) {
+        bytes.append(contentsOf: other)
+    }
+
+    mutating func append(contentsOf other: UnsafeRawBufferPointer) {
+        bytes.append(contentsOf: other)
+    }
+
+    /// `value` in decimal digits, at least `minimumDigits` (at most 20) of them (leading zeros), made on the stack and
+    /// appended at once: no `String(value)` and its allocation, and one capacity check rather than one per digit.
+    mutating func append(decimal value: UInt64, minimumDigits: Int = 1) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var index = 20
+            var rest = value
+            repeat {
+                index &-= 1
+                digits[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+                rest /= 10
+            } while rest > 0
+            while 20 &- index < minimumDigits, index > 0 {
+                index &-= 1
+                digits[index] = UInt8(ascii: "0")
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[index...]))
+        }
+    }
+
+    /// Signed decimal, as `String(value)` spells it.
+    mutating func append<T: BinaryInteger>(integer value: T) {
+        if value < 0 { append(UInt8(ascii: "-")) }
+        append(decimal: UInt64(value.magnitude))
+    }
+}
+
+extension UTF8Buffer {
+    /// `count` bytes written in place by `body` (which returns how many it wrote, at most `count`).
+    mutating func appendUninitialized(count: Int, _ body: (UnsafeMutableBufferPointer<UInt8>) -> Int) {
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: count))
+        let written = bytes.withUnsafeMutableBufferPointer { all in
+            body(UnsafeMutableBufferPointer(rebasing: all[start...]))
+        }
+        bytes.removeLast(count - written)
+    }
+}
+
+/// Writes text through a pointer into memory the caller sized beforehand (a stack buffer): no capacity check per
+/// piece, for a payload whose longest spelling is known (the heart-rate JSON). The caller appends the result to a
+/// `UTF8Buffer` in one piece.
+struct UTF8Cursor {
+    private(set) var count = 0
+    private let base: UnsafeMutablePointer<UInt8>
+
+    init(_ base: UnsafeMutablePointer<UInt8>) {
+        self.base = base
+    }
+
+    var written: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
+    @inline(__always)
+    mutating func put(_ byte: UInt8) {
+        base[count] = byte
+        count &+= 1
+    }
+
+    @inline(__always)
+    mutating func put(_ text: StaticString) {
+        (base + count).update(from: text.utf8Start, count: text.utf8CodeUnitCount)
+        count &+= text.utf8CodeUnitCount
+    }
+
+    /// `value` in decimal, at least `minimumDigits` digits (leading zeros).
+    mutating func put(decimal value: UInt64, minimumDigits: Int = 1) {
+        var digits = 1
+        var rest = value
+        while rest >= 10 {
+            rest /= 10
+            digits &+= 1
+        }
+        digits = max(digits, minimumDigits)
+        rest = value
+        var index = count &+ digits
+        count = index
+        while index > count &- digits {
+            index &-= 1
+            base[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        }
+    }
+}
