@@ -120,6 +120,7 @@ test-tiers: test-prepare
 	$(TIER) deb $(MAKE) test-deb DEB_BIN_TARGET=bench-build DEB_BIN=$(BENCH_BIN)
 	$(TIER) arm64 $(MAKE) test-arm64
 	$(TIER) realbluez $(MAKE) test-realbluez-deb DEB_BIN_TARGET=bench-build DEB_BIN=$(BENCH_BIN) REALBLUEZ_PRIVACY=0
+	$(TIER) realbluez-systemd $(MAKE) test-realbluez-systemd-deb DEB_BIN_TARGET=bench-build DEB_BIN=$(BENCH_BIN)
 	$(TIER) fleet $(MAKE) bench-fleet
 	$(TIER) soak $(MAKE) soak DURATION=$(TEST_SOAK_SECONDS)
 
@@ -144,8 +145,9 @@ test-realbluez: setup build
 	bash scripts/realbluez/run.sh
 
 # The shipped unit under the real systemd (PID 1 of a guest boot of its own), its watchdog under load for 2 minutes
-# (docs/dev/REAL-BLUEZ.md#the-systemd-boot): about 4–5 minutes, so not part of test-realbluez (REALBLUEZ_SYSTEMD=1 adds
-# it there). The -deb variant runs the unit and binary of the Debian package.
+# (docs/dev/REAL-BLUEZ.md#the-systemd-boot): about 4–5 minutes, a boot of its own beside test-realbluez
+# (REALBLUEZ_SYSTEMD=1 adds it there). The -deb variant, which `make test` runs, runs the unit and binary of the
+# Debian package.
 .PHONY: test-realbluez-systemd test-realbluez-systemd-deb
 test-realbluez-systemd: setup build
 	REALBLUEZ_SYSTEMD_ONLY=1 bash scripts/realbluez/run.sh
