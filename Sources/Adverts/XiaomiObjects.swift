@@ -98,7 +98,7 @@ enum XiaomiObjects {
             temperature(DecimalRounding.round(value, places: 1))
         case 0x4802: humidity(.integer(Int64(x[0])))
         case 0x4803, 0x4C03: battery(x[0])
-        case 0x4804:  // opening state
+        case 0x4804, 0x4A12:  // opening state; MS1BB(MI) sends it as an event (0x4A12) beside the 0x4804 state
             if x[0] == 1 {
                 binary("opening", true)
             } else if x[0] == 2 {
@@ -129,14 +129,6 @@ enum XiaomiObjects {
             guard x[0] == 1 else { return }
             binary("opening", true)
             binary("device_forcibly_removed", true)
-        case 0x4A12:  // opening event (MS1BB(MI)), beside the 0x4804 state
-            if x[0] == 1 {
-                binary("opening", true)
-            } else if x[0] == 2 {
-                binary("opening", false)
-                binary("door_left_open", false)
-                binary("device_forcibly_removed", false)
-            }
         case 0x4A13:  // MS1BB(MI)'s button
             if x[0] == 1 { event("button", "press") }
         case 0x4A1A:  // door left open

@@ -43,22 +43,24 @@ public struct HeartRateMeasurement: Sendable, Equatable {
         ])
     }
 
-    private struct Reader {
-        let bytes: [UInt8]
+    /// Reads the fields in order from the array `init` gets or the bytes `writeJSON` is lent.
+    fileprivate struct Reader<Bytes: RandomAccessCollection> where Bytes.Element == UInt8, Bytes.Index == Int {
+        let bytes: Bytes
         var offset: Int
 
         var remaining: Int { bytes.count - offset }
 
-        mutating func uint8(field: String) throws(CodecError) -> UInt8 {
+        mutating func uint8(field: StaticString) throws(CodecError) -> UInt8 {
             guard remaining >= 1 else { throw CodecError("heart rate measurement is truncated: missing \(field)") }
             defer { offset += 1 }
-            return bytes[offset]
+            return bytes[bytes.startIndex + offset]
         }
 
-        mutating func uint16(field: String) throws(CodecError) -> UInt16 {
+        mutating func uint16(field: StaticString) throws(CodecError) -> UInt16 {
             guard remaining >= 2 else { throw CodecError("heart rate measurement is truncated: missing \(field)") }
             defer { offset += 2 }
-            return UInt16(bytes[offset]) | UInt16(bytes[offset + 1]) << 8
+            let at = bytes.startIndex + offset
+            return UInt16(bytes[at]) | UInt16(bytes[at + 1]) << 8
         }
     }
 }
@@ -70,7 +72,7 @@ extension HeartRateMeasurement {
     /// error; nothing is written before they have passed.
     static func writeJSON(_ bytes: UnsafeRawBufferPointer, to out: inout UTF8Buffer) throws(CodecError) {
         guard let flags = bytes.first else { throw CodecError("heart rate measurement is empty") }
-        var reader = RawReader(bytes: bytes, offset: 1)
+        var reader = Reader(bytes: bytes, offset: 1)
         let bpm = try flags & 0x01 != 0
             ? reader.uint16(field: "16-bit heart rate") : UInt16(reader.uint8(field: "heart rate"))
         let energy: UInt16? = try flags & 0x08 != 0 ? reader.uint16(field: "energy expended") : nil
@@ -120,25 +122,5 @@ extension HeartRateMeasurement {
         }
         out.put(UInt8(ascii: "."))
         out.put(decimal: fraction, minimumDigits: places)
-    }
-
-    /// `Reader` over bytes the caller lends (the notification as read).
-    private struct RawReader {
-        let bytes: UnsafeRawBufferPointer
-        var offset: Int
-
-        var remaining: Int { bytes.count - offset }
-
-        mutating func uint8(field: StaticString) throws(CodecError) -> UInt8 {
-            guard remaining >= 1 else { throw CodecError("heart rate measurement is truncated: missing \(field)") }
-            defer { offset += 1 }
-            return bytes[offset]
-        }
-
-        mutating func uint16(field: StaticString) throws(CodecError) -> UInt16 {
-            guard remaining >= 2 else { throw CodecError("heart rate measurement is truncated: missing \(field)") }
-            defer { offset += 2 }
-            return UInt16(bytes[offset]) | UInt16(bytes[offset + 1]) << 8
-        }
     }
 }
