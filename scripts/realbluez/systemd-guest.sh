@@ -52,10 +52,14 @@ mkdir -p "$unit_dir/gattbridge.service.d"
 # Only what the guest needs: the binary under test (the package's is /usr/bin/gattbridge, and /usr is the host's),
 # and the bench's bus, where the scenario's bluetoothd and peripherals are (the unit's own settings, WatchdogSec,
 # Restart and the hardening, stay as shipped).
+# The unit's PrivateTmp= and ProtectHome= hide /tmp, /home and /root from the service, where a checkout (and so the
+# binary under test) may well be: the service runs a copy in the guest's own root.
+mkdir -p /opt/gattbridge-under-test
+cp "$BIN" /opt/gattbridge-under-test/gattbridge || fail "cannot copy $BIN"
 cat > "$unit_dir/gattbridge.service.d/realbluez.conf" <<EOF
 [Service]
 ExecStart=
-ExecStart=$BIN run --config /etc/gattbridge/config.yaml
+ExecStart=/opt/gattbridge-under-test/gattbridge run --config /etc/gattbridge/config.yaml
 Environment=DBUS_SYSTEM_BUS_ADDRESS=unix:path=/run/realbluez/bus
 EOF
 mkdir -p /etc/sysusers.d /etc/dbus-1/system.d /etc/gattbridge
