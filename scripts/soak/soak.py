@@ -316,8 +316,11 @@ class Soak:
         return placed.get(device)
 
     def devices_on(self, adapter: str) -> list[str]:
+        """The connected devices placed on `adapter` (a passive one is heard by every adapter and never goes offline
+        for one of them)."""
         listing = [m for m in self.sub.since(0) if m[1] == f"{BASE}/bridge/devices"]
-        return [d["name"] for d in json.loads(listing[-1][2]) if d["adapter"] == adapter] if listing else []
+        return [d["name"] for d in json.loads(listing[-1][2])
+                if d["adapter"] == adapter and d["name"] != "porch"] if listing else []
 
     def back_online(self, devices: list[str], mark: int, timeout: float = 90) -> Optional[float]:
         """Each device went offline after `mark` and came online again: the time the last one did."""
