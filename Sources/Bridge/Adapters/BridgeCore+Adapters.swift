@@ -22,7 +22,7 @@ enum AdapterInput: Sendable {
 /// (`AdapterHealthMachine`) and runs the recovery steps it asks for.
 extension BridgeCore {
     /// The wedge rule's window: 60 s (docs/adapters.md). `GATTBRIDGE_WEDGE_WINDOW` (seconds) shortens it for the bench.
-    static func wedgeWindow(_ text: String? = getenv("GATTBRIDGE_WEDGE_WINDOW").map { String(cString: $0) }) -> Duration {
+    public static func wedgeWindow(_ text: String? = getenv("GATTBRIDGE_WEDGE_WINDOW").map { String(cString: $0) }) -> Duration {
         if let text, let seconds = Double(text), seconds > 0, seconds <= 600 {
             return .milliseconds(Int64(seconds * 1000))
         }
@@ -206,8 +206,8 @@ extension BridgeCore {
                 error = await discovery.restart(adapter: path)
             case .powerCycle:
                 do throws(BlueZError) {
-                    try await bluez.setPowered(false, adapter: path)
-                    try await bluez.setPowered(true, adapter: path)
+                    try await bluez.setPowered(false, adapter: path, timeout: .seconds(10))
+                    try await bluez.setPowered(true, adapter: path, timeout: .seconds(10))
                 } catch let failure {
                     error = "power cycle: \(failure)"
                 }

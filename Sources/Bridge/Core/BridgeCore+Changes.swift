@@ -96,7 +96,7 @@ extension BridgeCore: DeviceManaging {
         // A new client gets its subscriptions from `clientReplaced`; an unchanged one keeps them (subscribing again
         // would replay retained messages).
         if diff.baseChanged && !mqttReplaced {
-            for filter in oldTopics.commandFilters { link.client.unsubscribe(filter) }
+            for filter in oldTopics.commandFilters { link.unsubscribe(filter) }
             subscribeCommands()
         }
         if diff.bridgeStateMoved {

@@ -16,14 +16,14 @@ import Synchronization
 /// other, never interleaved.
 public actor BridgeCore {
     var machine: CoreMachine
-    let bluez: BlueZClient
-    let link: MQTTLink
+    let bluez: any BluetoothPort
+    let link: any BrokerLink
     let logger: Logger
     let host: FeatureHost
     /// Attached at init, so events emitted before `run()` (a fast first broker connect) wait in their streams.
     private let features: [(feature: any BridgeFeature, events: FeatureEvents, context: FeatureContext)]
     let gate = ConnectGate<String>()
-    let discovery: DiscoveryCoordinator
+    let discovery: any DiscoveryPort
     /// Discovery for `adapter: any` devices: through every usable adapter (see `AnyAdapterDiscovery`).
     let anyDiscovery: AnyAdapterDiscovery
     var sessions: [String: DeviceSession] = [:]            // by device name
@@ -63,9 +63,9 @@ public actor BridgeCore {
     var nextChange: CoreMachine.ChangeID = 0
     var stopped = false
 
-    public init(config: BridgeConfig, bluez: BlueZClient, link: MQTTLink, discovery: DiscoveryCoordinator,
+    public init(config: BridgeConfig, bluez: any BluetoothPort, link: any BrokerLink, discovery: any DiscoveryPort,
                 features: [any BridgeFeature], logger: Logger, agentReadiness: AgentReadiness? = nil,
-                statusChanged: @escaping @Sendable () -> Void = {}) {
+                wedgeWindow: Duration = BridgeCore.wedgeWindow(), statusChanged: @escaping @Sendable () -> Void = {}) {
         self.machine = CoreMachine(config: config)
         self.published = Mutex((config, 0))
         self.agentReadiness = agentReadiness
@@ -81,7 +81,7 @@ public actor BridgeCore {
                 if !Task.isCancelled { body() }
             }
         })
-        self.placement = Placement(set: AdapterSet(settings: config.bluetooth, window: Self.wedgeWindow()))
+        self.placement = Placement(set: AdapterSet(settings: config.bluetooth, window: wedgeWindow))
         let host = FeatureHost(link: link)
         self.host = host
         self.features = features.map { feature in
@@ -154,7 +154,7 @@ public actor BridgeCore {
     private func start() async {
         adapterSet.update(await bluez.adapters())
         adapterSet.watch(connecting)
-        for device in await bluez.devices() where device.rssi != nil { noteSighting(device) }
+        for device in await bluez.devices(adapter: nil) where device.rssi != nil { noteSighting(device) }
         if adapterSet.present.isEmpty { logger.warning("no Bluetooth adapter yet; waiting for one") }
         let available = await bluez.isAvailable
         for device in config.devices { startSession(device, bluezAvailable: available) }
@@ -216,7 +216,7 @@ public actor BridgeCore {
 
     /// With MQTT 5 the broker sends no retained message on these (retain handling 2); on 3.1.1 the router drops them.
     func subscribeCommands() {
-        for filter in topics.commandFilters { link.client.subscribe(filter, qos: .atLeastOnce, retainHandling: .doNotSend) }
+        for filter in topics.commandFilters { link.subscribe(filter, retainHandling: .doNotSend) }
     }
 
     /// After every change of the config or the sessions: what the router and outside readers see.

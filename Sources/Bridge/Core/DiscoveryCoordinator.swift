@@ -99,10 +99,10 @@ public final class DiscoveryCoordinator: DiscoveryControl, Service {
     public func release(_ device: String, adapter: String) { requests.yield(.release(device, adapter: adapter)) }
     public func reportRepeats(_ on: Bool) { requests.yield(.reportRepeats(on)) }
     /// bluetoothd restarted or the adapter came back: discovery it ran is gone; start again for whoever still waits.
-    func reset() { requests.yield(.reset) }
+    public func reset() { requests.yield(.reset) }
 
     /// Restarts discovery on the adapter (a recovery step); returns the error, or nil when it started.
-    func restart(adapter: String) async -> String? {
+    public func restart(adapter: String) async -> String? {
         await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
             let request = Request.restart(adapter: adapter, done: { continuation.resume(returning: $0) })
             if case .terminated = requests.yield(request) { continuation.resume(returning: "bridge stopping") }

@@ -1,13 +1,6 @@
 import MQTT
 import Synchronization
 
-/// The broker as features see it: the daemon's `MQTTLink`, a recorder in tests.
-protocol BrokerLink: MessagePublisher {
-    func publish(_ message: MQTTMessage)
-    func subscribe(_ filter: String)
-    func unsubscribe(_ filter: String)
-}
-
 /// What a feature asks of the core.
 enum CoreRequest: Sendable {
     case republish(states: Bool)

@@ -46,11 +46,11 @@ public final class MQTTLink: BrokerLink, Sendable {
         current.withLock { client in _ = client.publish(message) }
     }
 
-    func subscribe(_ filter: String) {
-        client.subscribe(filter, qos: .atLeastOnce)
+    public func subscribe(_ filter: String, retainHandling: MQTTRetainHandling) {
+        client.subscribe(filter, qos: .atLeastOnce, retainHandling: retainHandling)
     }
 
-    func unsubscribe(_ filter: String) {
+    public func unsubscribe(_ filter: String) {
         client.unsubscribe(filter)
     }
 }

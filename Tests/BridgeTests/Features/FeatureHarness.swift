@@ -14,7 +14,7 @@ final class RecordingLink: BrokerLink, Sendable {
     }
 
     func publish(_ message: MQTTMessage) { published.withLock { $0.append(message) } }
-    func subscribe(_ filter: String) { filters.withLock { $0.append(filter) } }
+    func subscribe(_ filter: String, retainHandling: MQTTRetainHandling) { filters.withLock { $0.append(filter) } }
     func unsubscribe(_ filter: String) { filters.withLock { $0.removeAll { $0 == filter } } }
 
     func payloads(_ topic: String) -> [String] {

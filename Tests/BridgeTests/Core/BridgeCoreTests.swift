@@ -1,0 +1,167 @@
+import BlueZ
+import Bluetooth
+import Config
+import DBus
+import MQTT
+import Testing
+@testable import Bridge
+
+/// The real `BridgeCore` in process, on fakes of its ports (`CoreFakes.swift`): the effects of its decisions
+/// (sessions started and stopped, values and commands routed, holds, adapters, bluetoothd's comings and goings)
+/// without a bus or a broker.
+@Suite struct BridgeCoreTests {
+    static func config(_ devices: [DeviceConfig]) -> BridgeConfig { testConfig(devices: devices) }
+
+    @Test func sessionsStartValuesFlowAndCommandsReachTheirDevice() async throws {
+        let lamp = try CoreFixtures.device("lamp", 1), strap = try CoreFixtures.device("strap", 2)
+        try await CoreRig(Self.config([lamp, strap])).run { rig in
+            try await eventually("both subscribed") {
+                rig.bluez.isSubscribed(lamp.address) && rig.bluez.isSubscribed(strap.address)
+            }
+            try await eventually("both online") { rig.probe.online("lamp") == true && rig.probe.online("strap") == true }
+            rig.bluez.notify(strap.address, [0x01, 0x02])
+            try await eventually("the value published") { rig.published("b/strap/n") == ["0102"] }
+            #expect(rig.published("b/lamp/n").isEmpty)
+            rig.command("b/lamp/led/set", "01")
+            try await eventually("the write") { rig.bluez.writes(lamp.address) == [[0x01]] }
+            #expect(rig.bluez.writes(strap.address).isEmpty)
+            #expect(rig.link.filters.withLock { $0.contains("b/+/+/set") })
+        }
+    }
+
+    /// The 50 rounds of the reload/API race (docs/dev/ARCHITECTURE.md, "Config changes"), in process: each round a
+    /// reload read before an API add and remove, all posted at once. Every change is answered, the API's changes are
+    /// never undone by the older reload, and the sessions running are exactly the config's.
+    @Test func fiftyInterleavedReloadsAndAPIChangesEndConsistent() async throws {
+        let fixed = try CoreFixtures.device("fixed", 1), sometimes = try CoreFixtures.device("sometimes", 2)
+        try await CoreRig(Self.config([fixed])).run { rig in
+            for round in 0..<50 {
+                let added = try CoreFixtures.device("api\(round)", 10 + round % 40, source: .api)
+                let files = Self.config(round % 2 == 0 ? [fixed, sometimes] : [fixed])
+                let basedOn = rig.core.running.generation
+                async let reload: Void = rig.core.apply(files, basedOn: basedOn)
+                async let add = rig.core.updateDevices(.add(added))
+                let addResult = await add
+                let removeResult = await rig.core.updateDevices(.remove(name: added.name))
+                await reload
+                #expect(try addResult?.get().name == added.name, "round \(round)")
+                #expect(try removeResult?.get().name == added.name, "round \(round)")
+                let names = Set(rig.core.running.config.devices.map(\.name))
+                #expect(names == Set(round % 2 == 0 ? ["fixed", "sometimes"] : ["fixed"]), "round \(round)")
+                #expect(Set(await rig.core.sessions.keys) == names, "round \(round)")
+            }
+            // The device that came and went for good still runs: its session was never disturbed.
+            rig.bluez.notify(fixed.address, [0x2A])
+            try await eventually("fixed still publishes") { rig.published("b/fixed/n").last == "2a" }
+        }
+    }
+
+    /// bluetoothd leaves: sessions go offline and wait; it comes back: discovery restarts and they reconnect.
+    @Test func bluetoothdLeavingAndComingBack() async throws {
+        let lamp = try CoreFixtures.device("lamp", 1)
+        try await CoreRig(Self.config([lamp])).run { rig in
+            try await eventually("online") { rig.probe.online("lamp") == true }
+            let connectsBefore = rig.bluez.state.withLock { $0.connects.count }
+            rig.bluez.vanish()
+            rig.core.handle(.bluezVanished)
+            try await eventually("offline") { rig.probe.online("lamp") == false }
+            rig.bluez.appear()
+            rig.core.handle(.adapterAdded(FakeGATT.adapter()))
+            rig.core.handle(.bluezAppeared)
+            try await eventually("online again") { rig.probe.online("lamp") == true }
+            #expect(rig.bluez.state.withLock { $0.connects.count } > connectsBefore)
+            #expect(rig.discovery.state.withLock { $0.resets } >= 1)
+            rig.command("b/lamp/led/set", "01")
+            try await eventually("a command after the return") { rig.bluez.writes(lamp.address) == [[0x01]] }
+        }
+    }
+
+    /// What an adapter of the config hears reaches the features; another adapter's reports do not count.
+    @Test func passiveSightingsReachTheFeaturesFromTheConfiguredAdapters() async throws {
+        var config = Self.config([])
+        config.adverts = AdvertSettings(enabled: true, auto: [.bthome], autoLimit: 10)
+        config.bluetooth = BluetoothSettings(adapter: "hci0")
+        let bluez = FakeBlueZ()
+        bluez.state.withLock { $0.adapters.append(FakeGATT.adapter(path: "/org/bluez/hci1")) }
+        try await CoreRig(config, bluez: bluez).run { rig in
+            try await eventually("discovery kept on for broadcasts") {
+                rig.discovery.state.withLock { $0.repeats && !($0.wanted[FakeGATT.adapterPath] ?? []).isEmpty }
+            }
+            let heard = Self.broadcaster("A4:C1:38:8D:18:B2", adapter: "/org/bluez/hci0")
+            let elsewhere = Self.broadcaster("A4:C1:38:8D:18:B3", adapter: "/org/bluez/hci1")
+            rig.core.handle(.deviceChanged(elsewhere, changed: ["ServiceData"]))
+            rig.core.handle(.deviceChanged(heard, changed: ["ServiceData"]))
+            try await eventually("the broadcast") {
+                rig.probe.saw { if case .broadcast(let b) = $0 { b.address == heard.address } else { false } }
+            }
+            #expect(!rig.probe.saw { if case .broadcast(let b) = $0 { b.address == elsewhere.address } else { false } })
+        }
+    }
+
+    /// Fleet (docs/fleet.md): commands that arrive while the device is held wait, and run in order once this bridge
+    /// still owns it; had another bridge taken it, they would be dropped (it received them too).
+    @Test func heldCommandsAreReplayedWhenTheHoldEndsInOwnership() async throws {
+        var config = Self.config([try CoreFixtures.device("lamp", 1)])
+        config.fleet = FleetSettings(id: "one")
+        let address = CoreFixtures.address(1)
+        try await CoreRig(config).run { rig in
+            try await eventually("the probe's context") { rig.probe.context.withLock { $0 != nil } }
+            let context = try #require(rig.probe.context.withLock { $0 })
+            context.setOwnership("lamp", owned: true)
+            try await eventually("owned and online") { rig.probe.online("lamp") == true }
+            context.setHeld("lamp", held: true)
+            try await eventually("held") { rig.probe.saw { if case .held(_, true) = $0 { true } else { false } } }
+            rig.command("b/lamp/led/set", "01")
+            rig.command("b/lamp/led/set", "02")
+            _ = await rig.core.ping()
+            #expect(rig.bluez.writes(address).isEmpty)
+            context.setOwnership("lamp", owned: true)
+            try await eventually("replayed in order") { rig.bluez.writes(address) == [[0x01], [0x02]] }
+
+            context.setHeld("lamp", held: true)
+            try await eventually("held again") {
+                rig.probe.events.withLock { $0.filter { if case .held(_, true) = $0 { true } else { false } }.count } == 2
+            }
+            rig.command("b/lamp/led/set", "03")
+            _ = await rig.core.ping()
+            context.setOwnership("lamp", owned: false)
+            try await eventually("given up") { rig.probe.saw { if case .ownership(_, false) = $0 { true } else { false } } }
+            _ = await rig.core.ping()
+            #expect(rig.bluez.writes(address) == [[0x01], [0x02]])
+        }
+    }
+
+    /// An adapter through which every connect fails for the wedge window is wedged: its recovery ladder starts, and
+    /// a device that may use any adapter moves to the healthy one and comes online there.
+    @Test func aWedgedAdapterFailsOverToTheHealthyOne() async throws {
+        let lamp = try CoreFixtures.device("lamp", 1)
+        let bluez = FakeBlueZ()
+        let other = "/org/bluez/hci1"
+        bluez.state.withLock { s in
+            s.adapters.append(FakeGATT.adapter(path: other))
+            s.failingAdapters = [FakeGATT.adapterPath]
+        }
+        try await CoreRig(Self.config([lamp]), bluez: bluez, wedgeWindow: .milliseconds(300)).run { rig in
+            // Discovery hears the lamp through both radios, hci0 louder.
+            for (adapter, rssi) in [(FakeGATT.adapterPath, Int16(-50)), (other, -70)] {
+                rig.core.handle(.deviceAdded(DeviceInfo(path: FakeBlueZ.devicePath(lamp.address, adapter: adapter), properties: [
+                    "Address": .string(lamp.address.description), "Adapter": .objectPath(adapter), "RSSI": .int16(rssi)])!))
+            }
+            try await eventually("online through hci1") {
+                rig.probe.online("lamp") == true && rig.bluez.isSubscribed(lamp.address, adapter: other)
+            }
+            #expect(rig.bluez.state.withLock { $0.connects.contains { $0.hasPrefix(FakeGATT.adapterPath + "/") } })
+            try await eventually("hci0's recovery step announced") {
+                rig.probe.saw { if case .adapterRecovery("hci0", "restart_discovery", _) = $0 { true } else { false } }
+            }
+            #expect(rig.discovery.state.withLock { $0.restarts }.contains(FakeGATT.adapterPath))
+        }
+    }
+
+    static func broadcaster(_ address: String, adapter: String) -> DeviceInfo {
+        DeviceInfo(path: adapter + "/dev_" + address.split(separator: ":").joined(separator: "_"), properties: [
+            "Address": .string(address), "Adapter": .objectPath(adapter), "RSSI": .int16(-60),
+            "ServiceData": .stringDict([BluetoothUUID(UInt16(0xFCD2)).uuidString: .bytes([0x40, 0x02, 0xCA, 0x09])]),
+        ])!
+    }
+}
