@@ -206,32 +206,32 @@ public final class MQTTClient: Sendable {
     func publish(_ outgoing: OutgoingMessage) -> MQTTPublishOutcome {
         let topic = outgoing.message.topic
         guard checkedTopic.withLock({ $0 == topic }) || isValidTopic(topic) else {
-            return dropped(outgoing, reason: "invalid topic \(topic)")
+            return dropped(outgoing, .invalidTopic(topic))
         }
         if let data = outgoing.message.correlationData, data.count > Int(UInt16.max) {
-            return dropped(outgoing, reason: "correlation data over 65535 bytes")
+            return dropped(outgoing, .correlationDataTooLong)
         }
         let (outcome, evicted) = session.withLock { state -> (MQTTPublishOutcome, [OutgoingMessage]) in
             switch route(qos: outgoing.message.qos, state) {
             case .stopped:
-                return (.dropped("client shut down"), [])
+                return (.dropped(.clientShutDown), [])
             case .handOver:
                 return (handOver(outgoing, state: &state), [])
             case .overByteBound:
-                return (.dropped("over the byte bound (QoS 0)"), [])
+                return (.dropped(.overByteBound), [])
             case .notConnected:
                 state.droppedQoS0 += 1
-                return (.dropped("not connected (QoS 0)"), [])
+                return (.dropped(.notConnected), [])
             case .buffer:
                 let held = heldBeside(state)
                 let full = state.buffer.isFull(held: held)
                 let evicted = state.buffer.append(outgoing, held: held)
-                return (full ? .dropped("offline buffer full") : .buffered, evicted)
+                return (full ? .dropped(.offlineBufferFull) : .buffered, evicted)
             }
         }
         switch outcome {
-        case .dropped("not connected (QoS 0)"): reportDrop(.notConnected, count: 1)
-        case .dropped("over the byte bound (QoS 0)"): reportDrop(.bufferFull, count: 1)
+        case .dropped(.notConnected): reportDrop(.notConnected, count: 1)
+        case .dropped(.overByteBound): reportDrop(.bufferFull, count: 1)
         case .dropped where outgoing.tracked: abandonTracked()
         default: break
         }
@@ -356,7 +356,7 @@ public final class MQTTClient: Sendable {
         let outcome = settle(result, mid: mid, qos: outgoing.message.qos, footprint: outgoing.footprint,
                              tracked: outgoing.tracked, state: &state)
         // A publisher sees the outcome; on the network thread nobody does, so it is logged there.
-        if !mayDefer, case .dropped(let reason) = outcome { return dropped(outgoing, reason: reason) }
+        if !mayDefer, case .dropped(let cause) = outcome { return dropped(outgoing, cause) }
         return outcome
     }
 
@@ -373,7 +373,7 @@ public final class MQTTClient: Sendable {
                 state.droppedQoS0 += 1
                 reportDrop(.notConnected, count: 1)
             }
-            return .dropped(mosquittoDescription(rc))
+            return .dropped(.refused(code: rc))
         }
         inFlight.withLock { $0.handedOver(mid: mid, qos: qos, bytes: footprint) }
         if tracked, deliveries.withLock({ $0.handedOver(mid: mid) }) { finalMessagesDelivered.open() }
@@ -402,10 +402,10 @@ public final class MQTTClient: Sendable {
         }
     }
 
-    private func dropped(_ outgoing: OutgoingMessage, reason: String) -> MQTTPublishOutcome {
-        logger.error("MQTT message dropped", metadata: ["reason": "\(reason)"])
+    private func dropped(_ outgoing: OutgoingMessage, _ cause: MQTTDropCause) -> MQTTPublishOutcome {
+        logger.error("MQTT message dropped", metadata: ["reason": "\(cause)"])
         if outgoing.tracked { abandonTracked() }
-        return .dropped(reason)
+        return .dropped(cause)
     }
 
     private func abandonTracked() {

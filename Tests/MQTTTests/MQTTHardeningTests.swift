@@ -53,7 +53,7 @@ private let quietLogger: Logger = {
         }
         #expect(log.messages.first { $0.topic == "req/plain" }?.correlationData == nil)
         #expect(client.publish(MQTTMessage(topic: "req/big", string: "x", correlationData: Array(repeating: 1, count: 70_000)))
-                == .dropped("correlation data over 65535 bytes"))
+                == .dropped(.correlationDataTooLong))
         await client.shutdown()
     }
 
@@ -207,7 +207,7 @@ private let quietLogger: Logger = {
         #expect(client.offlineBufferCount == 0)
         #expect(await eventually { drops.reports.count == 50 })
         #expect(drops.reports.allSatisfy { $0.reason == .bufferFull && $0.count == 1 })
-        #expect(client.publish(topic: "stall/seq", string: "more") == .dropped("offline buffer full"))
+        #expect(client.publish(topic: "stall/seq", string: "more") == .dropped(.offlineBufferFull))
         broker.resume()
         #expect(await eventually { client.unacknowledgedCount == 0 })
         #expect(client.publish(topic: "stall/seq", string: "flowing") == .handedOver)
