@@ -38,7 +38,7 @@ public struct AdvertFeature: BridgeFeature {
         var topics = BridgeTopics(base: "")
         var discovery: HomeAssistantDiscovery?
         var connectedBefore = false
-        var pendingBirth = false
+        var birth = HomeAssistantBirth()
         var armed: ContinuousClock.Instant?
         /// The retained topics published per device (readings, Home Assistant configs), to clear when it leaves.
         var retained: [String: Set<String>] = [:]
@@ -245,9 +245,8 @@ public struct AdvertFeature: BridgeFeature {
             case .event(.message(let message)):
                 guard let discovery else { break }
                 if message.topic == discovery.statusTopic {
-                    guard message.payloadString == "online", !pendingBirth else { break }
-                    pendingBirth = true
-                    return [(.now + HomeAssistantFeature.birthRepublishDelay, .homeAssistantBirth)]
+                    guard let due = birth.heard(message) else { break }
+                    return [(due, .homeAssistantBirth)]
                 }
                 guard let leftover = discovery.advertLeftover(message),
                       !retained.values.contains(where: { $0.contains(message.topic) }) else { break }
@@ -274,7 +273,7 @@ public struct AdvertFeature: BridgeFeature {
             case .timer(.sweepEnd):
                 break
             case .timer(.homeAssistantBirth):
-                pendingBirth = false
+                birth.republishing()
                 await perform(tracker.announce())
             case .timer(.delayedEvents(let topic)):
                 for payload in delayed.removeValue(forKey: topic) ?? [] {

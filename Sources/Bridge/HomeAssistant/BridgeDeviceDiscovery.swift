@@ -157,14 +157,14 @@ struct BridgeDeviceFeature: BridgeFeature {
             context.publish(discovery.diagnosticsTopic, text, qos: 1, retain: true)
         }
 
-        var pendingBirth = false
+        var birth = HomeAssistantBirth()
         var pendingDiagnostics = false
 
         await runFeatureLoop(events, timer: Timer.self) { input in
             let event: CoreEvent
             switch input {
             case .timer(.birth):
-                pendingBirth = false
+                birth.republishing()
                 publishConfigs()
                 publishDiagnostics(force: true)
                 return []
@@ -203,10 +203,8 @@ struct BridgeDeviceFeature: BridgeFeature {
                 publishConfigs()
                 publishDiagnostics(force: true)
             case .message(let message):
-                guard let discovery, message.topic == discovery.statusTopic,
-                      message.payloadString == "online", !pendingBirth else { break }
-                pendingBirth = true
-                return [(.now + HomeAssistantFeature.birthRepublishDelay, .birth)]
+                guard let discovery, message.topic == discovery.statusTopic, let due = birth.heard(message) else { break }
+                return [(due, .birth)]
             case .availability(let device, let value):
                 if value { online.insert(device.name) } else { online.remove(device.name) }
                 publishDiagnostics(force: false)

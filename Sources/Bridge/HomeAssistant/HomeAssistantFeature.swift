@@ -15,9 +15,6 @@ struct HomeAssistantFeature: BridgeFeature {
     /// How long after configs the states follow: Home Assistant creates an entity when its config arrives and only
     /// then subscribes to its state topic, so a non-retained state sent together with the config would be lost.
     static let stateRepublishDelay: Duration = .seconds(1)
-    /// How long a birth message waits before the configs go out. Births that arrive meanwhile are absorbed by the
-    /// pending republish: a flood of `online` costs one republish per window, not one per message.
-    static let birthRepublishDelay: Duration = .milliseconds(500)
 
     private enum Timer: Sendable {
         case republishStates, republishConfigs
@@ -31,7 +28,7 @@ struct HomeAssistantFeature: BridgeFeature {
         /// Config topics published by this process: one not among them is new to Home Assistant (docs/home-assistant.md).
         var announced: Set<String> = []
         var pendingStates = false
-        var pendingConfigs = false
+        var birth = HomeAssistantBirth()
         /// The payload last published on each config topic: a config change republishes only what changed (a device
         /// added publishes its own configs, not everyone's).
         var published: [String: String] = [:]
@@ -145,17 +142,16 @@ struct HomeAssistantFeature: BridgeFeature {
             case .event(.message(let message)):
                 guard let discovery, discovery.isEnabled else { break }
                 if message.topic == discovery.statusTopic {
-                    guard message.payloadString == "online", !pendingConfigs else { break }
+                    guard let due = birth.heard(message) else { break }
                     logger.info("Home Assistant is online; republishing discovery and states")
-                    pendingConfigs = true
-                    return [(.now + Self.birthRepublishDelay, .republishConfigs)]
+                    return [(due, .republishConfigs)]
                 }
                 if Self.isStaleOwnConfig(message, discovery: discovery, announced: announced) {
                     logger.info("clearing stale Home Assistant config \(message.topic)")
                     context.publish(message.topic, "", qos: 1, retain: true)
                 }
             case .timer(.republishConfigs):
-                pendingConfigs = false
+                birth.republishing()
                 _ = publishAll()
                 return statesSoon()
             case .timer(.republishStates):
