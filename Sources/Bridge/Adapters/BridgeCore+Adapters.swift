@@ -67,7 +67,7 @@ extension BridgeCore {
 
     /// Places every device and tells whoever must hear of a change (`Placement`).
     func placeDevices() {
-        tell(placement.place(connecting, sessions: sessions.keys, fleet: ownership.isFleet,
+        tell(placement.place(connecting, sessions: sessions.keys, fleet: machine.fleet.isFleet,
                              listeningOnly: listeningOnly))
         anyDiscovery.setAdapters(adapterSet.listening)
         scanForBroadcasts()
@@ -110,8 +110,8 @@ extension BridgeCore {
 
     /// In a fleet, the devices this bridge does not own: they listen, they do not connect (`AdapterSet.place`).
     var listeningOnly: Set<String> {
-        guard ownership.isFleet else { return [] }
-        return Set(config.devices.map(\.name).filter { !ownership.owns($0) })
+        guard machine.fleet.isFleet else { return [] }
+        return Set(config.devices.map(\.name).filter { !machine.fleet.owns($0) })
     }
 
     /// Where a new session starts; remembered as told.

@@ -5,42 +5,39 @@ import Synchronization
 /// through the `CommandTable` the core published last, everything else to the features. No turn of the core on the
 /// way; only a command for a held device (docs/fleet.md) goes to the core, which keeps it until the hold ends.
 final class CommandRouter: Sendable {
-    /// Where a routed command goes: the session, and the publisher whose hold says whether it must wait.
-    struct Target: Sendable {
-        let session: DeviceSession
-        let holder: HoldingPublisher
-    }
-
     struct Routes: Sendable {
         let table: CommandTable
-        let targets: [String: Target]
+        /// The running sessions, by device name.
+        let targets: [String: DeviceSession]
+        /// Who owns which device, and which are held (`CoreMachine.fleet` as of this table).
+        let fleet: FleetView
     }
 
     private let routes: Mutex<Routes>
     /// Retained command topics already reported, so a retained command is reported once, not at every reconnect.
     private let reportedRetained = Mutex<Set<String>>([])
     private let host: FeatureHost
-    private let ownership: OwnershipBoard
     /// A command for a held device, to the core.
     private let held: @Sendable (_ device: String, MQTTMessage) -> Void
 
-    init(routes: Routes, host: FeatureHost, ownership: OwnershipBoard,
-         held: @escaping @Sendable (_ device: String, MQTTMessage) -> Void) {
+    init(routes: Routes, host: FeatureHost, held: @escaping @Sendable (_ device: String, MQTTMessage) -> Void) {
         self.routes = Mutex(routes)
         self.host = host
-        self.ownership = ownership
         self.held = held
     }
 
-    /// The core publishes a new table after every change of its config or sessions.
+    /// The core publishes a new table after every change of its config, its sessions or the fleet's view.
     func publish(_ new: Routes) {
         routes.withLock { $0 = new }
     }
 
+    /// The fleet's view as of the last table, for readers outside the core's loop.
+    var fleet: FleetView { routes.withLock { $0.fleet } }
+
     /// Also how the core replays a command it held, once the hold has ended.
     func route(_ message: MQTTMessage) {
         let current = routes.withLock { $0 }
-        switch current.table.resolve(message, owns: ownership.owns) {
+        switch current.table.resolve(message, owns: current.fleet.owns) {
         case .notACommand:
             _ = host.route(message)
         case .retained:
@@ -56,12 +53,12 @@ final class CommandRouter: Sendable {
         case .notOwned:
             break
         case .route(let device, let request):
-            guard let target = current.targets[device] else {
+            guard let session = current.targets[device] else {
                 return reject(message, "unknown device \(device)", table: current.table)
             }
             // Run once the hold ends if the device is still ours; dropped if another bridge took it meanwhile.
-            if target.holder.isHolding { return held(device, message) }
-            target.session.send(.command(request))
+            if current.fleet.isHolding(device) { return held(device, message) }
+            session.send(.command(request))
         }
     }
 

@@ -26,10 +26,10 @@ final class AvailabilityBoard: Sendable {
     func touch() { changed() }
 
     /// In a fleet, `owned` counts the saved devices this bridge owns.
-    func snapshot(ownership: OwnershipBoard) -> BridgeCore.Snapshot {
+    func snapshot(fleet: FleetView) -> BridgeCore.Snapshot {
         online.withLock { map in
             BridgeCore.Snapshot(devicesOnline: map.values.filter { $0 }.count, devices: map.count,
-                                owned: ownership.isFleet ? map.keys.filter(ownership.owns).count : nil)
+                                owned: fleet.isFleet ? map.keys.filter(fleet.owns).count : nil)
         }
     }
 }

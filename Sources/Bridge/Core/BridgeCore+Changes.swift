@@ -32,8 +32,10 @@ extension BridgeCore: DeviceManaging {
         }
     }
 
-    /// Carries out the machine's decisions, in order.
+    /// Carries out the machine's decisions, in order. The router sees the machine's fleet view first: a command
+    /// replayed below must not find its device still held in the router's table.
     func run(_ actions: [CoreMachine.Action]) async {
+        if router.fleet != machine.fleet { publishRoutes() }
         for action in actions {
             switch action {
             case .stop(let id, let devices):
@@ -49,8 +51,8 @@ extension BridgeCore: DeviceManaging {
                     }
                     sink.yield(.sessionsStopped(id))
                 }
-            case .install(let old, let new, let diff, let mqttReplaced):
-                await install(old: old, new: new, diff: diff, mqttReplaced: mqttReplaced)
+            case .install(let old, let new, let diff, let mqttReplaced, let fleetBefore):
+                await install(old: old, new: new, diff: diff, mqttReplaced: mqttReplaced, fleetBefore: fleetBefore)
             case .finished(let id, let result):
                 replies.removeValue(forKey: id)?(result)
             case .holdValues(let device):
@@ -61,11 +63,19 @@ extension BridgeCore: DeviceManaging {
                 if let session = sessions[device] { host.emit(.held(session.config, held)) }
             case .replay(let messages):
                 for message in messages { router.route(message) }
+            case .ownershipChanged(let device, let owned):
+                guard let session = sessions[device] else { break }
+                session.send(.machine(.ownership(owned)))
+                announceOwnership(session.config)
+                placeDevices()      // an owned device takes a connection slot; one given up frees it
+            case .announceOwnership(let device):
+                if let device = config.devices.first(where: { $0.name == device }) { announceOwnership(device) }
             }
         }
     }
 
-    private func install(old: BridgeConfig, new: BridgeConfig, diff: ConfigDiff, mqttReplaced: Bool) async {
+    private func install(old: BridgeConfig, new: BridgeConfig, diff: ConfigDiff, mqttReplaced: Bool,
+                         fleetBefore: FleetView) async {
         let oldTopics = BridgeTopics(settings: old.mqtt)
         for device in diff.leaving {
             board.remove(device.name)
@@ -73,13 +83,13 @@ extension BridgeCore: DeviceManaging {
             holders[device.name] = nil
             logger.notice("device \(device.name) stopped (removed or changed)")
             // Fleet: the retained topics of a device another bridge owns are that bridge's (docs/fleet.md).
-            guard ownership.owns(device.name) else { continue }
+            guard fleetBefore.owns(device.name) else { continue }
             for channel in device.channels where channel.retain {
                 link.publish(oldTopics.state(device, channel), "", qos: 1, retain: true)
             }
             host.emit(.deviceRemoved(device, topics: oldTopics))
         }
-        if ownership.setFleet(new.fleet != nil) {
+        if fleetBefore.isFleet != machine.fleet.isFleet {
             // Joining a fleet gives every device up until the fleet says otherwise; leaving takes them all.
             for session in sessions.values { session.send(.machine(.ownership(new.fleet == nil))) }
         }
@@ -89,7 +99,7 @@ extension BridgeCore: DeviceManaging {
         }
         let available = await bluez.isAvailable
         for device in diff.starting where sessions[device.name] == nil {
-            startSession(device, bluezAvailable: available)
+            await startSession(device, bluezAvailable: available)
             logger.notice("device \(device.name) started")
         }
         publishRoutes()

@@ -6,16 +6,16 @@ import MQTT
 /// The sessions' side of the core: starting one (its environment and what its reports become), what features ask
 /// of them (republish, fleet ownership and holds), and the BlueZ facts they are told.
 extension BridgeCore {
-    func startSession(_ device: DeviceConfig, bluezAvailable: Bool) {
+    func startSession(_ device: DeviceConfig, bluezAvailable: Bool) async {
         // A passive device never connects (docs/adverts.md): the adverts feature speaks for it.
         guard !device.isPassive else {
             board.register(device.name)
             passiveSightings.keep(Set(config.devices.filter(\.isPassive).map(\.name)))
             passiveSightings.restart(device.name)
-            if unannouncedOwnership.remove(device.name) != nil { announceOwnership(device) }
+            await run(machine.handle(.sessionStarted(device: device.name)))
             return
         }
-        let host = self.host, board = self.board, ownership = self.ownership, sink = self.sink
+        let host = self.host, board = self.board, router = self.router, sink = self.sink
         let holder = HoldingPublisher(link)
         holders[device.name] = holder
         let environment = SessionEnvironment(
@@ -31,28 +31,29 @@ extension BridgeCore {
                     host.emit(.availability(device, online: online))
                     sink.yield(.adapter(.availability(device: device.name, online: online)))
                 case .rssi(let rssi):
-                    if ownership.isFleet { host.emit(.sighting(device, rssi)) }
-                    if ownership.owns(device.name) { host.emit(.rssi(device, rssi)) }
+                    let fleet = router.fleet
+                    if fleet.isFleet { host.emit(.sighting(device, rssi)) }
+                    if fleet.owns(device.name) { host.emit(.rssi(device, rssi)) }
                 case .event(let event): host.emit(.deviceEvent(device, event))
                 case .rejected(let rejection): host.emit(.rejected(rejection))
                 case .completed(let command): host.emit(.completed(command))
                 case .identified(let identity): host.emit(.identified(device, identity))
                 case .released: host.emit(.released(device))
-                case .unseen: if ownership.isFleet { host.emit(.sighting(device, nil)) }
+                case .unseen: if router.fleet.isFleet { host.emit(.sighting(device, nil)) }
                 case .adapterOperation(let adapter, let error):
                     sink.yield(.adapter(.operation(adapterPath: adapter, error: error)))
                 }
             })
         let session = DeviceSession(config: device, environment: environment, adapter: initialAdapter(for: device),
-                                    bluezAvailable: bluezAvailable, owned: ownership.owns(device.name))
+                                    bluezAvailable: bluezAvailable, owned: machine.fleet.owns(device.name))
         sessions[device.name] = session
         byAddress[device.address] = session
         board.register(device.name)
         spawner.yield(session)
-        if unannouncedOwnership.remove(device.name) != nil { announceOwnership(device) }
+        await run(machine.handle(.sessionStarted(device: device.name)))
         // Fleet: a session that starts without the device (a reload replaced the one that was releasing it, and
         // stopped it disconnected) will never confirm that release; it is confirmed here, so the handover ends.
-        if ownership.isFleet && !ownership.owns(device.name) { host.emit(.released(device)) }
+        if machine.fleet.isFleet && !machine.fleet.owns(device.name) { host.emit(.released(device)) }
     }
 
     func perform(_ request: CoreRequest) async {
@@ -67,27 +68,14 @@ extension BridgeCore {
             await run(machine.handle(.hold(device: name, held: held,
                                            known: sessions[name] != nil && holders[name] != nil)))
         case .ownership(let name, let owned):
-            await run(machine.handle(.ownership(device: name, owned: owned)))
-            guard ownership.set(name, owned: owned) else { break }
-            guard let session = sessions[name] else {
-                if let device = config.devices.first(where: { $0.name == name }), device.isPassive {
-                    announceOwnership(device)
-                } else {
-                    unannouncedOwnership.insert(name)
-                }
-                break
-            }
-            unannouncedOwnership.remove(name)
-            session.send(.machine(.ownership(owned)))
-            announceOwnership(session.config)
-            placeDevices()      // an owned device takes a connection slot; one given up frees it
+            await run(machine.handle(.ownership(device: name, owned: owned, running: sessions[name] != nil)))
         }
     }
 
     /// Fleet: says in the log and to the features whether this bridge owns the device now. A passive device has no
     /// connection to take or drop, so its release is done as soon as it is decided (a session confirms its own).
     func announceOwnership(_ device: DeviceConfig) {
-        let owned = ownership.owns(device.name)
+        let owned = machine.fleet.owns(device.name)
         logger.notice("\(owned ? "owning" : "giving up") device \(device.name)")
         host.emit(.ownership(device, owned: owned))
         if !owned && device.isPassive { host.emit(.released(device)) }
@@ -132,7 +120,7 @@ extension BridgeCore {
             byAddress[address]?.send(.device(event))
             let adapter = Self.adapterPath(ofDevice: path)
             adapterSet.lostSight(address, adapter: Self.name(ofAdapter: adapter))
-            if ownership.isFleet, adapterSet.uses(adapterPath: adapter), let device = passiveDevice(address),
+            if machine.fleet.isFleet, adapterSet.uses(adapterPath: adapter), let device = passiveDevice(address),
                let tell = passiveSightings.lost(device.name, adapter: adapter, now: .now) {
                 tellSighting(device, tell)
             }
@@ -148,7 +136,7 @@ extension BridgeCore {
         guard config.adverts.enabled, adapterSet.uses(adapterPath: info.adapterPath) else { return }
         if let changed, changed.isDisjoint(with: Self.broadcastProperties) { return }
         if let broadcast = HeardBroadcast(info) { host.emit(.broadcast(broadcast)) }
-        if ownership.isFleet, let rssi = info.rssi, let device = passiveDevice(info.address),
+        if machine.fleet.isFleet, let rssi = info.rssi, let device = passiveDevice(info.address),
            let tell = passiveSightings.report(device.name, adapter: info.adapterPath, rssi: rssi, now: .now) {
             tellSighting(device, tell)
         }

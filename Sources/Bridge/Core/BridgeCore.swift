@@ -46,15 +46,10 @@ public actor BridgeCore {
     let board: AvailabilityBoard
     private let spawns: AsyncStream<DeviceSession>
     let spawner: AsyncStream<DeviceSession>.Continuation
-    /// Fleet (docs/fleet.md): the devices this bridge owns, as the `FleetFeature` decides.
-    let ownership: OwnershipBoard
     /// Sessions pair only once the pairing agent is registered (nil: no agent feature, pair at once).
     let agentReadiness: AgentReadiness?
     /// Fleet: each session's values go through one of these; it carries the machine's holds to the value hot path.
     var holders: [String: HoldingPublisher] = [:]
-    /// Fleet: ownership decided while the device had no session (its config not applied yet by the loop): said when
-    /// the session starts, so the log and the features hear of it once, as for a device already running.
-    var unannouncedOwnership: Set<String> = []
     /// The running config and its generation, for readers outside the loop (the reload, the bridge API).
     let published: Mutex<(config: BridgeConfig, generation: UInt64)>
     let router: CommandRouter
@@ -89,13 +84,12 @@ public actor BridgeCore {
             return (feature, events, context)
         }
         self.board = AvailabilityBoard(changed: statusChanged)
-        let ownership = OwnershipBoard(fleet: config.fleet != nil)
-        self.ownership = ownership
         (spawns, spawner) = AsyncStream.makeStream(of: DeviceSession.self)
         let (inbox, sink) = AsyncStream.makeStream(of: CoreInput.self)
         (self.inbox, self.sink) = (inbox, sink)
-        router = CommandRouter(routes: .init(table: CommandTable(config: config, running: []), targets: [:]),
-                               host: host, ownership: ownership,
+        router = CommandRouter(routes: .init(table: CommandTable(config: config, running: []), targets: [:],
+                                             fleet: FleetView(fleet: config.fleet != nil)),
+                               host: host,
                                held: { device, message in sink.yield(.heldCommand(device: device, message)) })
     }
 
@@ -157,7 +151,7 @@ public actor BridgeCore {
         for device in await bluez.devices(adapter: nil) where device.rssi != nil { noteSighting(device) }
         if adapterSet.present.isEmpty { logger.warning("no Bluetooth adapter yet; waiting for one") }
         let available = await bluez.isAvailable
-        for device in config.devices { startSession(device, bluezAvailable: available) }
+        for device in config.devices { await startSession(device, bluezAvailable: available) }
         publishRoutes()
         subscribeCommands()
         host.emit(.configApplied(old: nil, new: config))
@@ -221,10 +215,8 @@ public actor BridgeCore {
 
     /// After every change of the config or the sessions: what the router and outside readers see.
     func publishRoutes() {
-        let targets = sessions.compactMapValues { session in
-            holders[session.config.name].map { CommandRouter.Target(session: session, holder: $0) }
-        }
-        router.publish(.init(table: CommandTable(config: config, running: Set(targets.keys)), targets: targets))
+        router.publish(.init(table: CommandTable(config: config, running: Set(sessions.keys)), targets: sessions,
+                             fleet: machine.fleet))
         published.withLock { $0 = (config, machine.generation) }
     }
 
@@ -297,6 +289,6 @@ public actor BridgeCore {
     }
 
     public nonisolated func snapshot() -> Snapshot {
-        board.snapshot(ownership: ownership)
+        board.snapshot(fleet: router.fleet)
     }
 }

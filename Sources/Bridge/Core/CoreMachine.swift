@@ -12,14 +12,12 @@ enum ConfigChange: Sendable {
 /// The core's decisions, as a value type: events in, actions out, no I/O (the model is `SessionMachine`). It keeps
 /// the running config and applies changes strictly one after another: a change whose sessions are still stopping
 /// holds every later one in a queue, so a reload and a bridge API change never interleave and neither computes from
-/// a config the other is about to replace. It also keeps the fleet's holds (which devices' commands wait while their
-/// ownership is being confirmed, docs/fleet.md) and those commands.
+/// a config the other is about to replace. It also keeps the fleet's view (`FleetView`: ownership and holds) and the
+/// commands that wait for a hold (CoreMachine+Fleet.swift).
 ///
 /// Invariants:
 /// - at most one change is in flight; every change requested is answered exactly once (`finished`);
-/// - `config` changes only by `install`, and the generation counts installs;
-/// - commands of a held device run in arrival order when the hold ends with the device still this bridge's, and are
-///   dropped when another bridge took it (it received them too).
+/// - `config` changes only by `install`, and the generation counts installs.
 struct CoreMachine: Sendable {
     typealias ChangeID = UInt64
 
@@ -29,14 +27,19 @@ struct CoreMachine: Sendable {
         case stopped(ChangeID)
         /// Fleet: hold or release a device (`known`: it has a session).
         case hold(device: String, held: Bool, known: Bool)
-        case ownership(device: String, owned: Bool)
+        /// Fleet: the fleet feature decided; `running`: the device has a session.
+        case ownership(device: String, owned: Bool, running: Bool)
+        /// A device's session started (or a passive device was applied).
+        case sessionStarted(device: String)
     }
 
     enum Action: Sendable, Equatable {
         /// Stop these sessions, then feed `.stopped(id)`. Their retained topics are cleared at `install`.
         case stop(ChangeID, [DeviceConfig])
-        /// Make `new` the running config: clean up after `diff.leaving`, start `diff.starting`, move bridge topics.
-        case install(old: BridgeConfig, new: BridgeConfig, diff: ConfigDiff, mqttReplaced: Bool)
+        /// Make `new` the running config: clean up after `diff.leaving` (the retained topics of those `fleetBefore`
+        /// says were this bridge's), start `diff.starting`, move bridge topics. When the config joined or left a
+        /// fleet (`fleetBefore.isFleet` differs from `fleet.isFleet`), every session hears its new ownership.
+        case install(old: BridgeConfig, new: BridgeConfig, diff: ConfigDiff, mqttReplaced: Bool, fleetBefore: FleetView)
         /// The change's answer: the device added or removed (nil for a reload), or why it was refused.
         case finished(ChangeID, Result<DeviceConfig?, DeviceChangeError>)
         /// Fleet: start or end holding the device's values (`HoldingPublisher`); `deliver` publishes what was held.
@@ -46,6 +49,10 @@ struct CoreMachine: Sendable {
         case announceHeld(device: String, Bool)
         /// Commands that waited for a hold, to be routed again in order.
         case replay([MQTTMessage])
+        /// Fleet: a running device was taken or given up: tell its session, say so, place the devices again.
+        case ownershipChanged(device: String, owned: Bool)
+        /// Fleet: say a device's ownership (a passive device, or a session that started after it was decided).
+        case announceOwnership(device: String)
     }
 
     /// A bounded history of bridge API changes, to replay on reloads read before them.
@@ -60,11 +67,14 @@ struct CoreMachine: Sendable {
                                 answer: Result<DeviceConfig?, DeviceChangeError>)?
     private(set) var queue: [(id: ChangeID, change: ConfigChange)] = []
     private var history: [(generation: UInt64, change: DeviceChange)] = []
-    private(set) var holding: Set<String> = []
-    private var heldCommands: [String: [MQTTMessage]] = [:]
+    var fleet: FleetView
+    var heldCommands: [String: [MQTTMessage]] = [:]
+    /// Fleet: ownership decided while the device had no session, to be said when it starts.
+    var unannounced: Set<String> = []
 
     init(config: BridgeConfig) {
         self.config = config
+        fleet = FleetView(fleet: config.fleet != nil)
     }
 
     var isApplying: Bool { inFlight != nil }
@@ -81,37 +91,10 @@ struct CoreMachine: Sendable {
             inFlight = nil
             out.append(.finished(id, flight.answer))
             startNext(&out)
-        case .hold(let device, let held, let known):
-            guard known else { break }
-            if held {
-                guard holding.insert(device).inserted else { break }
-                out += [.holdValues(device: device), .announceHeld(device: device, true)]
-            } else {
-                guard holding.remove(device) != nil else { break }
-                out += [.releaseValues(device: device, deliver: true), .announceHeld(device: device, false)]
-                if let waiting = heldCommands.removeValue(forKey: device) { out.append(.replay(waiting)) }
-            }
-        case .ownership(let device, let owned):
-            let wasHeld = holding.remove(device) != nil
-            if owned {
-                // Owning it ends any hold: the values follow, the commands run.
-                out.append(.releaseValues(device: device, deliver: true))
-                if wasHeld, let waiting = heldCommands.removeValue(forKey: device) { out.append(.replay(waiting)) }
-            } else {
-                // Another bridge took the device: it ran these commands and publishes these notifications.
-                heldCommands[device] = nil
-                out.append(.releaseValues(device: device, deliver: false))
-            }
+        case .hold, .ownership, .sessionStarted:
+            handleFleet(input, &out)
         }
         return out
-    }
-
-    /// Whether a command for `device` waits for its hold to end. `accepted` false: it was refused (too many wait).
-    mutating func holdCommand(_ message: MQTTMessage, device: String) -> (held: Bool, accepted: Bool) {
-        guard holding.contains(device) else { return (false, true) }
-        guard heldCommands[device, default: []].count < Self.maxHeldCommands else { return (true, false) }
-        heldCommands[device, default: []].append(message)
-        return (true, true)
     }
 
     // MARK: - Changes
@@ -154,15 +137,16 @@ struct CoreMachine: Sendable {
     }
 
     private mutating func install(_ new: BridgeConfig, diff: ConfigDiff, mqttReplaced: Bool, _ out: inout [Action]) {
-        let old = config
+        let old = config, fleetBefore = fleet
         config = new
         generation += 1
         for device in diff.leaving {
             // A new session starts unheld; commands waiting for the old one go with it.
-            holding.remove(device.name)
+            fleet.holding.remove(device.name)
             heldCommands[device.name] = nil
         }
-        out.append(.install(old: old, new: new, diff: diff, mqttReplaced: mqttReplaced))
+        _ = fleet.setFleet(new.fleet != nil)
+        out.append(.install(old: old, new: new, diff: diff, mqttReplaced: mqttReplaced, fleetBefore: fleetBefore))
     }
 
     /// Bridge API changes installed after `generation` (the reload's files were read before them), replayed onto the

@@ -5,7 +5,8 @@ import Synchronization
 /// order, none lost. Taken by another bridge meanwhile: they are dropped, since the new owner publishes the same
 /// notifications and a value must never be published twice.
 ///
-/// The hold itself lives here (the core asks `isHolding` for commands), so there is one truth about it.
+/// Whether a device is held is the core's to say (`CoreMachine.fleet`; the router reads it from the routing table):
+/// this is only the gate on the value path, which the core's actions close and open.
 final class HoldingPublisher: MessagePublisher, Sendable {
     private struct Held {
         var topic: String

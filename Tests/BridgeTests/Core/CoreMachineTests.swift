@@ -51,7 +51,7 @@ import Testing
         var machine = CoreMachine(config: Self.config([Self.device("a", 1)]))
         let new = Self.config([Self.device("a", 1), Self.device("b", 2)])
         let actions = machine.handle(.requested(1, .reload(new, basedOn: 0, mqttReplaced: false)))
-        guard actions.count == 2, case .install(_, let installed, let diff, _) = actions[0],
+        guard actions.count == 2, case .install(_, let installed, let diff, _, _) = actions[0],
               case .finished(1, .success(nil)) = actions[1] else {
             Issue.record("unexpected \(actions)")
             return
@@ -213,8 +213,8 @@ import Testing
         var machine = CoreMachine(config: Self.config([Self.device("a", 1)]))
         _ = machine.handle(.hold(device: "a", held: true, known: true))
         _ = machine.holdCommand(Self.command(1), device: "a")
-        #expect(machine.handle(.ownership(device: "a", owned: false)) == [.releaseValues(device: "a", deliver: false)])
-        #expect(machine.holding.isEmpty)
+        #expect(machine.handle(.ownership(device: "a", owned: false, running: true)) == [.releaseValues(device: "a", deliver: false)])
+        #expect(machine.fleet.holding.isEmpty)
         #expect(machine.handle(.hold(device: "a", held: false, known: true)).isEmpty)   // silent: nothing replayed
     }
 
@@ -232,7 +232,7 @@ import Testing
         _ = machine.holdCommand(Self.command(1), device: "a")
         _ = machine.handle(.requested(1, .reload(Self.config([]), basedOn: 0, mqttReplaced: false)))
         _ = machine.handle(.stopped(1))
-        #expect(machine.holding.isEmpty)
+        #expect(machine.fleet.holding.isEmpty)
         #expect(machine.holdCommand(Self.command(2), device: "a") == (false, true))
     }
 }
