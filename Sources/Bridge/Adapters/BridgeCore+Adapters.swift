@@ -103,6 +103,7 @@ extension BridgeCore {
             case .room(let name, let room):
                 if let device = config.devices.first(where: { $0.name == name }) { host.emit(.room(device, room)) }
             case .adapters(let statuses, let placed):
+                store.update { $0.placed(statuses, placement: placed) }
                 host.emit(.adapters(statuses, placement: placed))
             }
         }

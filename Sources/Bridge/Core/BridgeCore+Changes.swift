@@ -78,7 +78,6 @@ extension BridgeCore: DeviceManaging {
                          fleetBefore: FleetView) async {
         let oldTopics = BridgeTopics(settings: old.mqtt)
         for device in diff.leaving {
-            board.remove(device.name)
             placement.forget(device)
             holders[device.name] = nil
             logger.notice("device \(device.name) stopped (removed or changed)")
@@ -98,6 +97,10 @@ extension BridgeCore: DeviceManaging {
             adapterSet.update(await bluez.adapters())
         }
         let available = await bluez.isAvailable
+        store.update { state in
+            state.install(new, generation: machine.generation)
+            state.fleet(machine.fleet)
+        }
         for device in diff.starting where sessions[device.name] == nil {
             await startSession(device, bluezAvailable: available)
             logger.notice("device \(device.name) started")
@@ -115,6 +118,5 @@ extension BridgeCore: DeviceManaging {
         }
         host.emit(.configApplied(old: old, new: new))
         placeDevices()
-        board.touch()
     }
 }

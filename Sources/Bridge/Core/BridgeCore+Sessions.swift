@@ -9,13 +9,12 @@ extension BridgeCore {
     func startSession(_ device: DeviceConfig, bluezAvailable: Bool) async {
         // A passive device never connects (docs/adverts.md): the adverts feature speaks for it.
         guard !device.isPassive else {
-            board.register(device.name)
             passiveSightings.keep(Set(config.devices.filter(\.isPassive).map(\.name)))
             passiveSightings.restart(device.name)
             await run(machine.handle(.sessionStarted(device: device.name)))
             return
         }
-        let host = self.host, board = self.board, router = self.router, sink = self.sink
+        let host = self.host, store = self.store, router = self.router, sink = self.sink
         let holder = HoldingPublisher(link)
         holders[device.name] = holder
         let environment = SessionEnvironment(
@@ -27,17 +26,22 @@ extension BridgeCore {
             report: { report in
                 switch report {
                 case .availability(let online):
-                    board.set(device.name, online: online)
+                    store.update { $0.updateDevice(device.name) { $0.online = online; $0.lastSeen = .now } }
                     host.emit(.availability(device, online: online))
                     sink.yield(.adapter(.availability(device: device.name, online: online)))
                 case .rssi(let rssi):
                     let fleet = router.fleet
                     if fleet.isFleet { host.emit(.sighting(device, rssi)) }
-                    if fleet.owns(device.name) { host.emit(.rssi(device, rssi)) }
+                    if fleet.owns(device.name) {
+                        store.update { $0.updateDevice(device.name) { $0.rssi = rssi; $0.lastSeen = .now } }
+                        host.emit(.rssi(device, rssi))
+                    }
                 case .event(let event): host.emit(.deviceEvent(device, event))
                 case .rejected(let rejection): host.emit(.rejected(rejection))
                 case .completed(let command): host.emit(.completed(command))
-                case .identified(let identity): host.emit(.identified(device, identity))
+                case .identified(let identity):
+                    store.update { $0.updateDevice(device.name) { $0.identity = identity } }
+                    host.emit(.identified(device, identity))
                 case .released: host.emit(.released(device))
                 case .unseen: if router.fleet.isFleet { host.emit(.sighting(device, nil)) }
                 case .adapterOperation(let adapter, let error):
@@ -48,7 +52,6 @@ extension BridgeCore {
                                     bluezAvailable: bluezAvailable, owned: machine.fleet.owns(device.name))
         sessions[device.name] = session
         byAddress[device.address] = session
-        board.register(device.name)
         spawner.yield(session)
         await run(machine.handle(.sessionStarted(device: device.name)))
         // Fleet: a session that starts without the device (a reload replaced the one that was releasing it, and
@@ -62,7 +65,7 @@ extension BridgeCore {
             for session in sessions.values { session.send(.republish(states: states)) }
         case .availability(let name, let online):
             guard let device = config.devices.first(where: { $0.name == name }), device.isPassive else { break }
-            board.set(name, online: online)
+            store.update { $0.updateDevice(name) { $0.online = online; $0.lastSeen = .now } }
             host.emit(.availability(device, online: online))
         case .hold(let name, let held):
             await run(machine.handle(.hold(device: name, held: held,
@@ -79,7 +82,6 @@ extension BridgeCore {
         logger.notice("\(owned ? "owning" : "giving up") device \(device.name)")
         host.emit(.ownership(device, owned: owned))
         if !owned && device.isPassive { host.emit(.released(device)) }
-        board.touch()       // the STATUS= line counts owned devices
     }
 
     /// A command that found its device held: kept until the hold ends (bounded), or routed again if it has already.
@@ -99,10 +101,12 @@ extension BridgeCore {
         case .bluezVanished:
             logger.warning("bluetoothd left the bus; waiting for it to return")
             placement.bluezGone()
+            store.update { $0.bluezAvailable = false }
             for session in sessions.values { session.send(.bluez(available: false)) }
             publishAdapters()
         case .bluezAppeared:
             logger.notice("bluetoothd is on the bus; resyncing")
+            store.update { $0.bluezAvailable = true }
             for session in sessions.values { session.send(.bluez(available: true)) }
             await adaptersChanged()
             discovery.reset()
@@ -136,6 +140,9 @@ extension BridgeCore {
         guard config.adverts.enabled, adapterSet.uses(adapterPath: info.adapterPath) else { return }
         if let changed, changed.isDisjoint(with: Self.broadcastProperties) { return }
         if let broadcast = HeardBroadcast(info) { host.emit(.broadcast(broadcast)) }
+        if let device = passiveDevice(info.address) {
+            store.update { $0.updateDevice(device.name) { $0.rssi = info.rssi ?? $0.rssi; $0.lastSeen = .now } }
+        }
         if machine.fleet.isFleet, let rssi = info.rssi, let device = passiveDevice(info.address),
            let tell = passiveSightings.report(device.name, adapter: info.adapterPath, rssi: rssi, now: .now) {
             tellSighting(device, tell)

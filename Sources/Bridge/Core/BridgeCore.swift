@@ -43,7 +43,8 @@ public actor BridgeCore {
     let inbox: AsyncStream<CoreInput>
     let sink: AsyncStream<CoreInput>.Continuation
     let adapterJobs: (stream: AsyncStream<Job>, continuation: AsyncStream<Job>.Continuation)
-    let board: AvailabilityBoard
+    /// The read model: what the bridge knows, for readers outside the loop.
+    let store: StateStore
     private let spawns: AsyncStream<DeviceSession>
     let spawner: AsyncStream<DeviceSession>.Continuation
     /// Sessions pair only once the pairing agent is registered (nil: no agent feature, pair at once).
@@ -83,7 +84,7 @@ public actor BridgeCore {
             let (events, context) = host.attach(broadcasts: feature.wantsBroadcasts)
             return (feature, events, context)
         }
-        self.board = AvailabilityBoard(changed: statusChanged)
+        self.store = StateStore(countsChanged: statusChanged)
         (spawns, spawner) = AsyncStream.makeStream(of: DeviceSession.self)
         let (inbox, sink) = AsyncStream.makeStream(of: CoreInput.self)
         (self.inbox, self.sink) = (inbox, sink)
@@ -151,12 +152,15 @@ public actor BridgeCore {
         for device in await bluez.devices(adapter: nil) where device.rssi != nil { noteSighting(device) }
         if adapterSet.present.isEmpty { logger.warning("no Bluetooth adapter yet; waiting for one") }
         let available = await bluez.isAvailable
+        store.update { state in
+            state.install(config, generation: machine.generation)
+            state.bluezAvailable = available
+        }
         for device in config.devices { await startSession(device, bluezAvailable: available) }
         publishRoutes()
         subscribeCommands()
         host.emit(.configApplied(old: nil, new: config))
         placeDevices()
-        board.touch()
     }
 
     private func handle(_ input: CoreInput) async {
@@ -164,6 +168,7 @@ public actor BridgeCore {
         case .bluez(let event): await bluezEvent(event)
         case .broker(let connected):
             if connected { link.publish(topics.bridgeState, "online", qos: 1, retain: true) }
+            store.update { $0.brokerConnected = connected }
         case .dropped(let report): host.emit(.messagesDropped(report))
         case .clientReplaced(let client, let done):
             for filter in topics.commandFilters { client.subscribe(filter, qos: .atLeastOnce, retainHandling: .doNotSend) }
@@ -204,6 +209,7 @@ public actor BridgeCore {
         replies = [:]
         host.emit(.stopping)
         host.finish()
+        store.finish()
         finishAdapterLoops()
         spawner.finish()
     }
@@ -217,6 +223,7 @@ public actor BridgeCore {
     func publishRoutes() {
         router.publish(.init(table: CommandTable(config: config, running: Set(sessions.keys)), targets: sessions,
                              fleet: machine.fleet))
+        if store.current.fleetView != machine.fleet { store.update { $0.fleet(machine.fleet) } }
         published.withLock { $0 = (config, machine.generation) }
     }
 
@@ -281,7 +288,7 @@ public actor BridgeCore {
 
     // MARK: - Status
 
-    public struct Snapshot: Sendable {
+    public struct Snapshot: Sendable, Equatable {
         public var devicesOnline: Int
         public var devices: Int
         /// In a fleet, the devices this bridge owns (the others are online, if at all, through another bridge).
@@ -289,6 +296,12 @@ public actor BridgeCore {
     }
 
     public nonisolated func snapshot() -> Snapshot {
-        board.snapshot(fleet: router.fleet)
+        store.current.counts
     }
+
+    /// What the bridge knows now (docs/dev/ARCHITECTURE.md, "The read model").
+    public nonisolated var state: BridgeState { store.current }
+
+    /// The state now, then after every change (a slow reader gets only the newest); ends when the bridge stops.
+    public nonisolated func stateChanges() -> AsyncStream<BridgeState> { store.changes() }
 }

@@ -29,6 +29,34 @@ import Testing
         }
     }
 
+    /// The read model: one value with what the bridge knows, kept current as the facts arrive, and followed by
+    /// readers without a turn of the core's loop.
+    @Test func theReadModelFollowsTheFacts() async throws {
+        let lamp = try CoreFixtures.device("lamp", 1), strap = try CoreFixtures.device("strap", 2, source: .api)
+        try await CoreRig(Self.config([lamp, strap])).run { rig in
+            var changes = rig.core.stateChanges().makeAsyncIterator()
+            try await eventually("both online in the state") {
+                rig.core.state.devices.map { "\($0.config.name) \($0.online) \($0.adapter ?? "-")" }
+                    == ["lamp true hci0", "strap true hci0"] && rig.core.state.adapters.first?.connections == 2
+            }
+            let state = rig.core.state
+            #expect(state.adapters.map(\.name) == ["hci0"])
+            #expect(!state.isFleet && state.devices.allSatisfy { $0.owned && !$0.held && $0.lastSeen != nil })
+            #expect(!state.brokerConnected && state.bluezAvailable)
+            rig.core.brokerConnected()
+            try await eventually("the broker in the state") { rig.core.state.brokerConnected }
+            #expect(try #require(await changes.next()).version >= state.version)
+            #expect(try await rig.core.updateDevices(.remove(name: "strap"))?.get().name == "strap")
+            #expect(rig.core.state.devices.map(\.config.name) == ["lamp"])
+            #expect(rig.core.state.version > state.version && rig.core.state.generation == 1)
+            rig.bluez.vanish()
+            rig.core.handle(.bluezVanished)
+            try await eventually("bluetoothd gone, the lamp offline") {
+                !rig.core.state.bluezAvailable && rig.core.state.device(named: "lamp")?.online == false
+            }
+        }
+    }
+
     /// The 50 rounds of the reload/API race (docs/dev/ARCHITECTURE.md, "Config changes"), in process: each round a
     /// reload read before an API add and remove, all posted at once. Every change is answered, the API's changes are
     /// never undone by the older reload, and the sessions running are exactly the config's.
@@ -111,6 +139,7 @@ import Testing
             try await eventually("owned and online") { rig.probe.online("lamp") == true }
             context.setHeld("lamp", held: true)
             try await eventually("held") { rig.probe.saw { if case .held(_, true) = $0 { true } else { false } } }
+            #expect(rig.core.state.isFleet && rig.core.state.device(named: "lamp").map { $0.owned && $0.held } == true)
             rig.command("b/lamp/led/set", "01")
             rig.command("b/lamp/led/set", "02")
             _ = await rig.core.ping()

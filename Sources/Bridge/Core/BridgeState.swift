@@ -1,0 +1,77 @@
+import Config
+
+/// What the bridge knows, as one value: every device with its config, link, adapter, owner and latest sighting,
+/// the adapters, and the bridge's own links. The core keeps it current (`StateStore`) as the facts arrive; readers
+/// take a copy and never wait for the core's loop (docs/dev/ARCHITECTURE.md, "The read model").
+public struct BridgeState: Sendable {
+    public struct Device: Sendable, Equatable {
+        public internal(set) var config: DeviceConfig
+        public internal(set) var online = false
+        /// The adapter it is placed on (nil: none yet, or a passive device, which every adapter hears).
+        public internal(set) var adapter: String?
+        /// False only in a fleet, for a device another bridge owns (docs/fleet.md).
+        public internal(set) var owned = true
+        /// Fleet: its values and commands wait while this bridge confirms it still owns it.
+        public internal(set) var held = false
+        public internal(set) var rssi: Int?
+        /// When it was last heard: its link came up or went down, or a report of its signal.
+        public internal(set) var lastSeen: ContinuousClock.Instant?
+        public internal(set) var identity: DeviceIdentity?
+
+        init(config: DeviceConfig) {
+            self.config = config
+        }
+    }
+
+    /// Counts changes: a reader that saw this version has seen everything up to it.
+    public internal(set) var version: UInt64 = 0
+    /// The config's generation (`BridgeCore.running`).
+    public internal(set) var generation: UInt64 = 0
+    /// In config order.
+    public internal(set) var devices: [Device] = []
+    public internal(set) var adapters: [AdapterStatus] = []
+    public internal(set) var isFleet = false
+    /// The fleet's view the devices' `owned` and `held` were taken from.
+    private(set) var fleetView = FleetView(fleet: false)
+    public internal(set) var brokerConnected = false
+    public internal(set) var bluezAvailable = true
+
+    public func device(named name: String) -> Device? { devices.first { $0.config.name == name } }
+
+    /// For the STATUS= line: devices online, devices, and in a fleet how many this bridge owns.
+    var counts: BridgeCore.Snapshot {
+        BridgeCore.Snapshot(devicesOnline: devices.count { $0.online }, devices: devices.count,
+                            owned: isFleet ? devices.count { $0.owned } : nil)
+    }
+
+    /// A new config: devices that stay keep what is known of them (a changed device starts afresh).
+    mutating func install(_ config: BridgeConfig, generation: UInt64) {
+        let known = Dictionary(devices.map { ($0.config.name, $0) }, uniquingKeysWith: { a, _ in a })
+        devices = config.devices.map { device in
+            guard let kept = known[device.name], kept.config == device else { return Device(config: device) }
+            return kept
+        }
+        self.generation = generation
+        fleet(fleetView)
+    }
+
+    mutating func updateDevice(_ name: String, _ change: (inout Device) -> Void) {
+        guard let index = devices.firstIndex(where: { $0.config.name == name }) else { return }
+        change(&devices[index])
+    }
+
+    mutating func fleet(_ view: FleetView) {
+        fleetView = view
+        isFleet = view.isFleet
+        for index in devices.indices {
+            let name = devices[index].config.name
+            devices[index].owned = view.owns(name)
+            devices[index].held = view.isHolding(name)
+        }
+    }
+
+    mutating func placed(_ statuses: [AdapterStatus], placement: [String: String]) {
+        adapters = statuses
+        for index in devices.indices { devices[index].adapter = placement[devices[index].config.name] }
+    }
+}
