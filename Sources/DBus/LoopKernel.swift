@@ -43,17 +43,6 @@ final class LoopKernel: @unchecked Sendable {
     /// (a lock and a hash per notification on the fd path).
     private let removalsPending = Atomic<Int>(0)
 
-    // Loop-thread only, read on every turn. Atomics although one thread uses them: a stored property of the class
-    // costs a dynamic exclusivity check (`swift_beginAccess`) on each access, several per notification; a relaxed
-    // atomic is a plain load and as safe.
-    /// Set when a watch or source comes or goes or libdbus toggles a watch: the next turn remakes its poll set. Also
-    /// tells a round that a watch it holds may be gone (then it is looked up before being served).
-    private let pollSetStale = Atomic<Bool>(true)
-    /// Whether `toDispatch` holds targets.
-    private let dispatchPending = Atomic<Bool>(false)
-    /// The earliest of `deadlines`, `.max` for none: most turns need neither the dictionary nor the clock for them.
-    private let earliestTimeout = Atomic<Int64>(.max)
-
     // Loop-thread only: used through the accessors below, which check the thread in debug builds (in the spirit
     // of swift-nio's NIOLoopBound), so a stray access from another thread fails a test instead of racing. One thread
     // and no overlapping accesses, so Swift's dynamic exclusivity check is off for them (`@exclusivity(unchecked)`):
@@ -64,6 +53,13 @@ final class LoopKernel: @unchecked Sendable {
     @exclusivity(unchecked) private var _userWatches = [EventLoop.WatchID: UserWatch]()
     @exclusivity(unchecked) private var _toDispatch = [Unmanaged<ConnectionCore>]()
     @exclusivity(unchecked) private var _sources = [PollSource]()
+    /// Set when a watch or source comes or goes or libdbus toggles a watch: the next turn remakes its poll set. Also
+    /// tells a round that a watch it holds may be gone (then it is looked up before being served).
+    @exclusivity(unchecked) private var _pollSetStale = true
+    /// Whether `toDispatch` holds targets.
+    @exclusivity(unchecked) private var _dispatchPending = false
+    /// The earliest of `deadlines`, `.max` for none: most turns need neither the dictionary nor the clock for them.
+    @exclusivity(unchecked) private var _earliestTimeout = Int64.max
     #if DEBUG
     /// Inside `runDispatch` (checked by `cancelDispatch`).
     @exclusivity(unchecked) private var isDispatching = false
@@ -92,6 +88,21 @@ final class LoopKernel: @unchecked Sendable {
     private var sources: [PollSource] {
         _read { assertOnLoopThread("sources"); yield _sources }
         _modify { assertOnLoopThread("sources"); yield &_sources }
+    }
+
+    private var pollSetStale: Bool {
+        get { assertOnLoopThread("pollSetStale"); return _pollSetStale }
+        set { assertOnLoopThread("pollSetStale"); _pollSetStale = newValue }
+    }
+
+    private var dispatchPending: Bool {
+        get { assertOnLoopThread("dispatchPending"); return _dispatchPending }
+        set { assertOnLoopThread("dispatchPending"); _dispatchPending = newValue }
+    }
+
+    private var earliestTimeout: Int64 {
+        get { assertOnLoopThread("earliestTimeout"); return _earliestTimeout }
+        set { assertOnLoopThread("earliestTimeout"); _earliestTimeout = newValue }
     }
 
     private var toDispatch: [Unmanaged<ConnectionCore>] {
@@ -155,7 +166,7 @@ final class LoopKernel: @unchecked Sendable {
 
     func addSource(_ source: PollSource) {
         sources.append(source)
-        pollSetStale.store(true, ordering: .relaxed)
+        pollSetStale = true
     }
 
     private func wake() {
@@ -169,12 +180,12 @@ final class LoopKernel: @unchecked Sendable {
 
     func addUserWatch(_ id: EventLoop.WatchID, fd: Int32, _ handler: @escaping @Sendable () -> Void) {
         userWatches[id] = UserWatch(fd: fd, handler: handler)
-        pollSetStale.store(true, ordering: .relaxed)
+        pollSetStale = true
     }
 
     func removeUserWatch(_ id: EventLoop.WatchID) {
         guard userWatches.removeValue(forKey: id) != nil else { return }
-        pollSetStale.store(true, ordering: .relaxed)
+        pollSetStale = true
     }
 
     /// From another thread: the handler is not started again from now on; the loop forgets it on its next turn.
@@ -194,7 +205,7 @@ final class LoopKernel: @unchecked Sendable {
     /// dispatch) and calls `cancelDispatch` first.
     func scheduleDispatch(_ core: ConnectionCore) {
         toDispatch.append(Unmanaged.passUnretained(core))
-        dispatchPending.store(true, ordering: .relaxed)
+        dispatchPending = true
     }
 
     // MARK: libdbus watch and timeout callbacks (all on the loop thread)
@@ -205,17 +216,17 @@ final class LoopKernel: @unchecked Sendable {
         let watches = dbus_connection_set_watch_functions(connection, { watch, data in
             LoopKernel.with(data) { kernel in
                 kernel.dbusWatches.insert(watch!)
-                kernel.pollSetStale.store(true, ordering: .relaxed)
+                kernel.pollSetStale = true
             }
             return 1
         }, { watch, data in
             LoopKernel.with(data) { kernel in
                 kernel.dbusWatches.remove(watch!)
-                kernel.pollSetStale.store(true, ordering: .relaxed)
+                kernel.pollSetStale = true
             }
         }, { _, data in
             // Enabled state and flags are read from libdbus when the poll set is remade.
-            LoopKernel.with(data) { $0.pollSetStale.store(true, ordering: .relaxed) }
+            LoopKernel.with(data) { $0.pollSetStale = true }
         }, data, nil)
         let timeouts = dbus_connection_set_timeout_functions(connection, { timeout, data in
             LoopKernel.with(data) { $0.addTimeout(timeout!) }
@@ -261,7 +272,7 @@ final class LoopKernel: @unchecked Sendable {
 
     private func setDeadline(of timeout: OpaquePointer, _ deadline: Int64?) {
         deadlines[timeout] = deadline
-        earliestTimeout.store(deadlines.values.min() ?? .max, ordering: .relaxed)
+        earliestTimeout = deadlines.values.min() ?? .max
     }
 
     // MARK: The loop
@@ -274,16 +285,16 @@ final class LoopKernel: @unchecked Sendable {
         var dispatching = [Unmanaged<ConnectionCore>]()
         while !stopRequested.load(ordering: .acquiring) {
             runQueued()
-            if dispatchPending.load(ordering: .relaxed) { runDispatch(&dispatching) }
+            if dispatchPending { runDispatch(&dispatching) }
             if stopRequested.load(ordering: .acquiring) { break }
 
-            if pollSetStale.load(ordering: .relaxed) { remake(&set) }
+            if pollSetStale { remake(&set) }
             let sourcesWakeBy = set.refreshSources()
             let timeout: Int32
-            if queueHasWork.load(ordering: .acquiring) || dispatchPending.load(ordering: .relaxed) {
+            if queueHasWork.load(ordering: .acquiring) || dispatchPending {
                 timeout = 0
             } else {
-                timeout = Self.timeout(until: min(sourcesWakeBy, earliestTimeout.load(ordering: .relaxed)))
+                timeout = Self.timeout(until: min(sourcesWakeBy, earliestTimeout))
             }
 
             let ready = poll(&set.fds, nfds_t(set.fds.count), timeout)
@@ -304,9 +315,9 @@ final class LoopKernel: @unchecked Sendable {
                 }
                 // What the D-Bus watch just read is dispatched now, before the sources' turn: a notification's
                 // PUBLISH is written straight after its signal was read, as a plain C relay would.
-                if dispatchPending.load(ordering: .relaxed) { runDispatch(&dispatching) }
+                if dispatchPending { runDispatch(&dispatching) }
             }
-            if set.sources.isEmpty, earliestTimeout.load(ordering: .relaxed) == .max { continue }
+            if set.sources.isEmpty, earliestTimeout == .max { continue }
             let now = Self.nowNs()           // one clock read after the poll, for the sources and the timeouts
             if !set.sources.isEmpty { serveSources(&set, now: now) }
             fireTimeouts(now: now)
@@ -314,7 +325,7 @@ final class LoopKernel: @unchecked Sendable {
     }
 
     private func remake(_ set: inout PollSet) {
-        pollSetStale.store(false, ordering: .relaxed)
+        pollSetStale = false
         set.removeAll()
         set.add(fd: wakeFD, events: Int16(POLLIN), .wake)
         for watch in dbusWatches where dbus_watch_get_enabled(watch) != 0 {
@@ -350,8 +361,8 @@ final class LoopKernel: @unchecked Sendable {
         isDispatching = true
         defer { isDispatching = false }
         #endif
-        while dispatchPending.load(ordering: .relaxed) {
-            dispatchPending.store(false, ordering: .relaxed)
+        while dispatchPending {
+            dispatchPending = false
             swap(&dispatching, &_toDispatch)        // a target may schedule again: into the emptied array
             for target in dispatching { target._withUnsafeGuaranteedRef { $0.dispatch() } }
             dispatching.removeAll(keepingCapacity: true)
@@ -381,7 +392,7 @@ final class LoopKernel: @unchecked Sendable {
         guard !ended.isEmpty else { return }
         // The round's sources are the first of `sources`: those added since come after them.
         for index in ended.reversed() { sources.remove(at: index) }
-        pollSetStale.store(true, ordering: .relaxed)
+        pollSetStale = true
     }
 
     /// A poll timeout in ms that ends by `wakeBy` (monotonic ns), rounded up so that nothing is served before its
@@ -400,7 +411,7 @@ final class LoopKernel: @unchecked Sendable {
     private func handle(_ watch: OpaquePointer, revents: Int16) {
         // libdbus may have removed or disabled it while handling an earlier fd of this round (a removal marks the
         // set stale).
-        if pollSetStale.load(ordering: .relaxed), !dbusWatches.contains(watch) { return }
+        if pollSetStale, !dbusWatches.contains(watch) { return }
         guard dbus_watch_get_enabled(watch) != 0 else { return }
         var flags: UInt32 = 0
         if revents & Int16(POLLIN) != 0 { flags |= DBUS_WATCH_READABLE.rawValue }
@@ -412,7 +423,7 @@ final class LoopKernel: @unchecked Sendable {
 
     private func handle(_ watch: PollSet.Watch, revents: Int16) {
         // An earlier handler of this round may have removed it (then the set is stale).
-        if pollSetStale.load(ordering: .relaxed), userWatches[watch.id] == nil { return }
+        if pollSetStale, userWatches[watch.id] == nil { return }
         if removalsPending.load(ordering: .acquiring) > 0, removedWatches.withLock({ $0.contains(watch.id) }) { return }
         if revents & Int16(POLLNVAL) != 0 {
             // A closed fd would spin the loop forever; the owner forgot removeWatch.
@@ -422,7 +433,7 @@ final class LoopKernel: @unchecked Sendable {
     }
 
     private func fireTimeouts(now: Int64) {
-        guard now >= earliestTimeout.load(ordering: .relaxed) else { return }
+        guard now >= earliestTimeout else { return }
         let due = deadlines.filter { $0.value <= now }.map(\.key)
         for timeout in due where deadlines[timeout] != nil {
             // Re-arm first: libdbus may remove the timeout while handling it.
