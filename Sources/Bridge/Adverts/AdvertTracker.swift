@@ -74,6 +74,9 @@ public struct AdvertTracker: Sendable {
     public var trackedCount: Int { advertisers.count }
     public var autoCount: Int { advertisers.values.filter(\.auto).count }
 
+    /// Whether a device of this name is tracked, configured or auto (one whose add is under way included).
+    public func tracks(_ name: String) -> Bool { advertisers.values.contains { $0.device.name == name } }
+
     /// The earliest time `expire` has something to do.
     public var nextDeadline: ContinuousClock.Instant? {
         advertisers.values.compactMap { advertiser in
