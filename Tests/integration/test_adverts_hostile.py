@@ -305,6 +305,9 @@ def flood(bench, run_gattbridge, gattbridge_bin, mosquitto, mqtt, peripheral, tm
         rounds += 1
     crowd.send({"cmd": "pause", "on": True})
     elapsed = time.monotonic() - started
+    # What the bounds turned away is counted where a user can see it (docs/bridge-api.md).
+    counts = request_health(mqtt, bridge)["data"]["adverts"]
+    assert counts["dropped"] > 0 and counts["refused"] > 0, counts
     # The strap's values during the flood: every one, in order, none more than LATE after the one before. (A value
     # may come twice: the states are said again after new Home Assistant configs.)
     values = [m for m in mqtt.received(strap, mark)]
@@ -339,7 +342,7 @@ def flood(bench, run_gattbridge, gattbridge_bin, mosquitto, mqtt, peripheral, tm
           f"devices, {readings_total} readings (at most {most} a device); retained topics: {len(ours) + len(configs)} "
           f"in all, {auto_retained} of auto devices (bound {AUTO_RETAINED_BOUND}); peak RSS {hwm:.1f} MB; worst "
           f"health {worst['health']:.2f} s, set {worst['set']:.2f} s, gap between strap values {worst['strap']:.2f} s "
-          f"({len(values)} values, {rounds} sets)")
+          f"({len(values)} values, {rounds} sets); health counts {counts}")
     assert readings_total <= 1000
     assert auto_retained <= AUTO_RETAINED_BOUND
     assert most >= 12, "the flood was not heard: the bounds were not put to the test"

@@ -11,12 +11,15 @@ import Logging
 public struct AdvertFeature: BridgeFeature {
     let version: String
     let logger: Logger
+    /// What the bounds turned away, for the bridge API's `health`.
+    let counts: AdvertCounts
 
     public var wantsBroadcasts: Bool { true }
 
-    public init(version: String, logger: Logger) {
+    public init(version: String, logger: Logger, counts: AdvertCounts = AdvertCounts()) {
         self.version = version
         self.logger = logger
+        self.counts = counts
     }
 
     private enum Timer: Sendable {
@@ -235,6 +238,7 @@ public struct AdvertFeature: BridgeFeature {
                 }
             case .event(.broadcast(let heard)):
                 await perform(tracker.heard(heard, now: .now))
+                counts.update(dropped: tracker.droppedTotal, refused: tracker.refusedTotal)
             case .event(.ownership(let device, let owned)):
                 await perform(tracker.ownership(device.name, owned: owned))
             case .event(.held(let device, let held)):
