@@ -578,13 +578,14 @@ class MqttClient:
     """A paho-mqtt (2.x) test client that records every message on its subscriptions."""
 
     def __init__(self, host: str, port: int, topics: Iterable[str] = ("#",), client_id: Optional[str] = None,
-                 protocol: str = "5"):
+                 protocol: str = "5", qos: int = 2):
         import paho.mqtt.client as mqtt
         self._mqtt = mqtt
         proto = mqtt.MQTTv5 if protocol == "5" else mqtt.MQTTv311
         self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id or f"bench-{os.getpid()}-"
                                   f"{time.monotonic_ns()}", protocol=proto)
         self.topics = list(topics)
+        self.qos = qos
         self.messages: list[Message] = []
         self._cond = threading.Condition()
         self._subscribed = threading.Event()
@@ -599,7 +600,7 @@ class MqttClient:
 
     def _on_connect(self, client, userdata, flags, reason_code, properties=None):
         if self.topics:
-            client.subscribe([(t, 2) for t in self.topics])
+            client.subscribe([(t, self.qos) for t in self.topics])
         else:
             self._subscribed.set()
 
@@ -799,6 +800,16 @@ class Bench:
         xiaomi | ruuvi | ibeacon | eddystone;
         options bindkey_file=PATH, interval=S, event_hold=S, first_tick=N, name=…"""
         return self.peripheral("broadcaster", address, wait_ready, format=format, **options)
+
+    def crowd(self, addresses: Iterable[str], size: int = 250, interval: float = 1.0) -> Peripheral:
+        """Forged BTHome broadcasters flooding, one adapter per address, in one process (bench/peripherals/crowd.py):
+        advertisements of `size` bytes (250: extended; 31: legacy) full of numbered repeats of new object ids."""
+        addresses = [a.upper() for a in addresses]
+        members = [f"{self.bluez.add_adapter(a)}={a}" for a in addresses]
+        p = Peripheral("crowd", members[0].split("=")[0], addresses[0], self.env, self.log_dir, member=members,
+                       size=size, interval=interval)
+        self.peripherals.append(p)
+        return p.start(True)
 
     def mosquitto(self, port: Optional[int] = None, extra_config: str = "") -> Mosquitto:
         broker = Mosquitto(self.workdir, self.log_dir, port, extra_config)

@@ -172,14 +172,15 @@ def wait_log(mqtt, bridge: Bridge, topic: str, timeout: float = 10.0, since: int
     return entry
 
 
-def retained_messages(broker, filter_: str, sentinel: str) -> dict[str, bytes]:
+def retained_messages(broker, filter_: str, sentinel: str, qos: int = 2) -> dict[str, bytes]:
     """Every retained message under `filter_`, as a subscriber arriving now receives them. A fresh client subscribes,
     then publishes a sentinel on a topic its subscription covers (`sentinel`, under `filter_` but nobody's topic): the
     broker sends the retained messages while handling the SUBSCRIBE, so once the sentinel is back every one of them
-    has arrived."""
+    has arrived. Over a thousand of them, subscribe with `qos` 0: mosquitto queues at most 1000 QoS 1 and 2 messages
+    for a client (`max_queued_messages`) and drops the rest, the sentinel with them."""
     from bench.bench import MqttClient
 
-    client = MqttClient(broker.host, broker.port, topics=[filter_])
+    client = MqttClient(broker.host, broker.port, topics=[filter_], qos=qos)
     try:
         token = f"sentinel-{time.monotonic_ns()}"
         client.publish(sentinel, token, qos=1)

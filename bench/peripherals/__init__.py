@@ -1,6 +1,6 @@
 """Simulated BLE peripherals for the bench; each runs as its own process (see __main__.py)."""
 
-from bench.peripherals import broadcaster, button, generic, heart_rate, hm10, led, secure
+from bench.peripherals import broadcaster, button, crowd, generic, heart_rate, hm10, led, secure
 
 KINDS = {
     "heart_rate": heart_rate.build,
@@ -10,4 +10,5 @@ KINDS = {
     "button": button.build,
     "secure": secure.build,
     "broadcaster": broadcaster.build,
+    "crowd": crowd.build,
 }

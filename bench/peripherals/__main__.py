@@ -2,7 +2,7 @@
 
 KIND: heart_rate | hm10 | led | button | secure | generic (generic needs --config JSON-or-path) | broadcaster
 (a passive sensor: --format bthome|pvvx|govee|xiaomi|ruuvi|ibeacon|eddystone --address ADDRESS_OF_ITS_ADAPTER
-[--bindkey-file PATH]).
+[--bindkey-file PATH]) | crowd (forged BTHome broadcasters flooding: --member hciN=ADDRESS… --size BYTES).
 Events go to stdout as JSON lines ({"event":"ready",…} once registered); commands are read from stdin
 (see bench.peripherals.gatt.PeripheralRunner).
 """
@@ -69,6 +69,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--connectable", action="store_true",
                    help="broadcaster: advertise as a connectable peripheral (on a real BlueZ controller a "
                         "non-connectable advertisement goes out from a fresh random address each time)")
+    p.add_argument("--member", action="append", default=[], metavar="hciN=ADDRESS",
+                   help="crowd: an adapter and its address (repeatable; the first is --adapter)")
+    p.add_argument("--size", type=int, default=250, help="crowd: the advertising data's length in bytes")
     a = p.parse_args(argv)
 
     opts = dict(name=a.name, acquire_notify=not a.no_acquire_notify, log_notify=a.log_notify,
@@ -87,6 +90,8 @@ def main(argv: list[str]) -> int:
     elif a.kind == "broadcaster":
         opts.update(format=a.format, address=a.address, bindkey_file=a.bindkey_file, interval=a.interval,
                     event_hold=a.event_hold, first_tick=a.first_tick, connectable=a.connectable)
+    elif a.kind == "crowd":
+        opts.update(member=a.member, size=a.size, interval=a.interval)
     elif a.kind == "generic":
         if not a.config:
             p.error("generic needs --config")

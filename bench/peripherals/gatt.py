@@ -272,6 +272,8 @@ class Advertisement:
         self.manufacturer_data = dict(manufacturer_data or {})
         self.service_data = {full_uuid(k): v for k, v in (service_data or {}).items()}
         self.adv_type = adv_type
+        # "1M" (or "2M", "Coded"): an extended advertisement, for data over a legacy one's 31 bytes
+        self.secondary_channel: Optional[str] = None
         self.bus = None
         self.path = ""
 
@@ -292,10 +294,13 @@ class Advertisement:
         self.bus, self.path = bus, path
         props = [
             Property("Type", "s", lambda: self.adv_type, emits_change=False),
-            Property("LocalName", "s", lambda: self.local_name),
             Property("ServiceUUIDs", "as", lambda: self.service_uuids),
             Property("Discoverable", "b", lambda: True),
         ]
+        if self.local_name:
+            props.append(Property("LocalName", "s", lambda: self.local_name))
+        if self.secondary_channel:
+            props.append(Property("SecondaryChannel", "s", lambda: self.secondary_channel, emits_change=False))
         if self.manufacturer_data:
             props.append(Property("ManufacturerData", "a{qv}",
                                   lambda: {k: ("ay", v) for k, v in self.manufacturer_data.items()}))

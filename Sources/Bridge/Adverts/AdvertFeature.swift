@@ -1,3 +1,4 @@
+import Adverts
 import Codecs
 import Config
 import Logging
@@ -10,12 +11,15 @@ import Logging
 public struct AdvertFeature: BridgeFeature {
     let version: String
     let logger: Logger
+    /// What the bounds turned away, for the bridge API's `health`.
+    let counts: AdvertCounts
 
     public var wantsBroadcasts: Bool { true }
 
-    public init(version: String, logger: Logger) {
+    public init(version: String, logger: Logger, counts: AdvertCounts = AdvertCounts()) {
         self.version = version
         self.logger = logger
+        self.counts = counts
     }
 
     private enum Timer: Sendable {
@@ -56,6 +60,12 @@ public struct AdvertFeature: BridgeFeature {
         var sweepTimers: [(at: ContinuousClock.Instant, timer: Timer)] = []
         /// Whether a sweep ran since the broker connected: a reload that turns discovery on runs one.
         var connected = false
+        /// The running config's devices and whether it is a fleet's: the sweep of auto devices' leftovers spares
+        /// configured devices, and a fleet's leftovers may be another bridge's.
+        var devices: [DeviceConfig] = []
+        var fleet = false
+        /// Auto devices of an earlier run found by the sweep: their `B/<name>/+` is read while it lasts.
+        var staleLevels: Set<String> = []
         /// Where the replay ledger is saved; nil until the first config (which loads it).
         var stateDir: String?
         /// A failed save is logged once, until one succeeds again.
@@ -161,7 +171,8 @@ public struct AdvertFeature: BridgeFeature {
         /// as they arrive (`AdvertLeftoverSweep`).
         func startSweep() {
             for filter in sweepFilters { context.unsubscribe(filter) }
-            sweepFilters = discovery?.advertConfigFilters ?? []
+            sweepFilters = (discovery?.advertConfigFilters ?? []) + (fleet ? [] : ["\(topics.base)/+/availability"])
+            staleLevels = []
             guard !sweepFilters.isEmpty else { return }
             for filter in sweepFilters { context.subscribe(filter) }
             sweepNumber += 1
@@ -196,6 +207,8 @@ public struct AdvertFeature: BridgeFeature {
                     }
                 }
                 stateDir = config.stateDir
+                devices = config.devices
+                fleet = config.fleet != nil
                 let previous = discovery
                 let next = HomeAssistantDiscovery(config: config, version: version)
                 discovery = next.isEnabled ? next : nil
@@ -225,6 +238,7 @@ public struct AdvertFeature: BridgeFeature {
                 }
             case .event(.broadcast(let heard)):
                 await perform(tracker.heard(heard, now: .now))
+                counts.update(dropped: tracker.droppedTotal, refused: tracker.refusedTotal)
             case .event(.ownership(let device, let owned)):
                 await perform(tracker.ownership(device.name, owned: owned))
             case .event(.held(let device, let held)):
@@ -243,6 +257,24 @@ public struct AdvertFeature: BridgeFeature {
                 await perform(tracker.republish(discovery: true, states: connectedBefore))
                 connectedBefore = true
             case .event(.message(let message)):
+                if !sweepFilters.isEmpty, message.retain, !message.payload.isEmpty,
+                   let (level, leaf) = Self.autoLeftover(message.topic, base: topics.base, devices: devices),
+                   !tracker.tracks(level) {
+                    // Without Home Assistant nothing else finds an earlier run's auto devices: their availability
+                    // names them, and their own topics are read for the rest of the sweep and cleared.
+                    if leaf == "availability", !staleLevels.contains(level),
+                       staleLevels.count < AdvertLeftoverSweep.limit {
+                        staleLevels.insert(level)
+                        let filter = "\(topics.base)/\(level)/+"
+                        sweepFilters.append(filter)
+                        context.subscribe(filter)
+                    }
+                    if staleLevels.contains(level), leftovers.clearOnce(message.topic) {
+                        logger.info("clearing \(message.topic), left by an auto device of an earlier run")
+                        context.publish(message.topic, "", qos: 1, retain: true)
+                    }
+                    break
+                }
                 guard let discovery else { break }
                 if message.topic == discovery.statusTopic {
                     guard let due = birth.heard(message) else { break }
@@ -293,6 +325,21 @@ public struct AdvertFeature: BridgeFeature {
     static func filters(_ discovery: HomeAssistantDiscovery?) -> [String] {
         guard let discovery else { return [] }
         return [discovery.statusTopic]
+    }
+
+    /// `B/<level>/<leaf>` where the level is an auto device's name (`<format>-<address without colons, lowercase>`)
+    /// that no configured device has: what an auto device of an earlier run may have left.
+    static func autoLeftover(_ topic: String, base: String, devices: [DeviceConfig]) -> (level: String, leaf: String)? {
+        guard topic.hasPrefix(base + "/") else { return nil }
+        let levels = topic.dropFirst(base.count + 1).split(separator: "/", omittingEmptySubsequences: false)
+        guard levels.count == 2, !levels[1].isEmpty, let dash = levels[0].lastIndex(of: "-"),
+              AdvertFormat(rawValue: String(levels[0][..<dash])) != nil else { return nil }
+        let hex = levels[0][levels[0].index(after: dash)...]
+        guard hex.count == 12, hex.unicodeScalars.allSatisfy({ ("0"..."9").contains($0) || ("a"..."f").contains($0) })
+        else { return nil }
+        let level = String(levels[0])
+        guard !devices.contains(where: { $0.topicLevel == level }) else { return nil }
+        return (level, String(levels[1]))
     }
 
     /// `B/D/<name>`: a reading's or an event's topic.

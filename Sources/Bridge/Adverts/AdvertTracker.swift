@@ -65,6 +65,9 @@ public struct AdvertTracker: Sendable {
     private var lastFullReport: ContinuousClock.Instant?
     /// The encryption counters' marks, per address and key.
     public private(set) var ledger = ReplayLedger()
+    /// Readings and events dropped by a bound, and broadcasts of unsaved broadcasters not admitted, since start.
+    public private(set) var droppedTotal = 0
+    public private(set) var refusedTotal = 0
     /// The deduplicator counts seconds; this is their zero.
     private var origin: ContinuousClock.Instant?
 
@@ -73,6 +76,9 @@ public struct AdvertTracker: Sendable {
     /// Devices tracked, configured and auto (the whole per-address state).
     public var trackedCount: Int { advertisers.count }
     public var autoCount: Int { advertisers.values.filter(\.auto).count }
+
+    /// Whether a device of this name is tracked, configured or auto (one whose add is under way included).
+    public func tracks(_ name: String) -> Bool { advertisers.values.contains { $0.device.name == name } }
 
     /// The earliest time `expire` has something to do.
     public var nextDeadline: ContinuousClock.Instant? {
@@ -309,13 +315,17 @@ public struct AdvertTracker: Sendable {
                                       channels: [], source: DeviceSource(kind: .advert, file: "", line: 0),
                                       advert: .format(format))
             guard autoCount < settings.autoLimit else {
+                refusedTotal += 1
                 if settings.autoLimit > 0, lastFullReport.map({ now - $0 >= Self.errorPeriod }) ?? true {
                     lastFullReport = now
                     out.append(.autoTableFull(device, limit: settings.autoLimit))
                 }
                 return nil
             }
-            guard autoBucket.take(now: now) else { return nil }
+            guard autoBucket.take(now: now) else {
+                refusedTotal += 1
+                return nil
+            }
             return Advertiser(device: device, auto: true, confirmed: false, owned: !fleet)
         }
         return nil
@@ -391,7 +401,8 @@ public struct AdvertTracker: Sendable {
         advertisers.values.reduce(0) { $0 + ($1.auto ? $1.entities.count : 0) }
     }
 
-    private func drop(_ reason: String, on advertiser: inout Advertiser, _ out: inout [AdvertAction]) {
+    private mutating func drop(_ reason: String, on advertiser: inout Advertiser, _ out: inout [AdvertAction]) {
+        droppedTotal += 1
         advertiser.dropped += 1
         if advertiser.dropped == 1, advertiser.speaking { out.append(.readingsDropped(advertiser.device, reason: reason)) }
     }

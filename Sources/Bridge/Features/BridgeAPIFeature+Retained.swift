@@ -189,6 +189,7 @@ extension BridgeAPIFeature {
             ("devices", .object([("online", .int(online)), ("total", .int(total))])),
             ("buffer", .object([("queued", .int(broker.offlineBufferCount)),
                                 ("dropped", .int(broker.droppedWhileOffline))])),
+            ("adverts", .object([("dropped", .int(adverts.dropped)), ("refused", .int(adverts.refused))])),
         ] + (state.fleet.map { [("bridge", JSONValue.string($0.id))] } ?? []))
     }
 }

@@ -25,6 +25,8 @@ struct BridgeAPIFeature: BridgeFeature {
     let bluetooth: any BluetoothTools
     let broker: any BrokerStatus
     let logger: Logger
+    /// What the passive half's bounds turned away (`health`).
+    var adverts = AdvertCounts()
     /// At most this many scans and inspections at once; more are refused rather than queued without bound.
     static let maxLongRequests = 4
     static let inspectTimeout: Duration = .seconds(20)

@@ -61,17 +61,18 @@ public struct BridgeDaemon: Sendable {
         let statusChanged: @Sendable () -> Void = { statusTrigger.yield() }
         let discovery = DiscoveryCoordinator(bluez: bluez, logger: logger)
         let agentReadiness = AgentReadiness()
+        let advertCounts = AdvertCounts()
         let features: [any BridgeFeature] = [
             DeviceTopicFeature.availability, DeviceTopicFeature.rssi, EventLogFeature(logger: logger),
             HomeAssistantFeature(version: version, logger: logger),
             BridgeAPIFeature(version: version, started: .now, bluetooth: BlueZTools(bluez: bluez, discovery: discovery),
                              broker: link,
-                             logger: logger),
+                             logger: logger, adverts: advertCounts),
             CommandReplyFeature(),
             PairingAgentFeature(bus: bluez, logger: logger, readiness: agentReadiness),
             FleetFeature(logger: logger),
             AdapterFeature(),
-            AdvertFeature(version: version, logger: logger),
+            AdvertFeature(version: version, logger: logger, counts: advertCounts),
             BridgeDeviceFeature(version: version, broker: link, hostname: Hostname.current),
         ]
         let core = BridgeCore(config: config, bluez: bluez, link: link, discovery: discovery, features: features,

@@ -71,8 +71,9 @@ import Testing
             reports += out.dropped.count
         }
         #expect(entities == AdvertTracker.maxAutoEntities)
-        // Each device is told once, whichever bound it met first (its own 32, or the total).
+        // Each device is told once, whichever bound it met first (its own 32, or the total); every drop is counted.
         #expect(reports == 40)
+        #expect(tracker.droppedTotal == 40 * 36 - entities)
     }
 
     /// 100 random addresses in a tenth of a second filled every slot (the audit): now five get in at once, then one
@@ -85,6 +86,7 @@ import Testing
                                    now: t0 + .milliseconds(i)).added.count
         }
         #expect(added == AdvertTracker.autoBurst)
+        #expect(tracker.refusedTotal == 95)       // counted for the bridge API's health
         var full: [Int] = []
         for i in 101...120 {
             let out = tracker.heard(F.heard(F.reading(id: 1), from: Self.address(i)), now: t0 + .seconds(i))

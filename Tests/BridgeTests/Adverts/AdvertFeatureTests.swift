@@ -245,7 +245,7 @@ final class RecordingCore: DeviceManaging {
             host.emit(.configApplied(old: nil, new: config([F.passive()])))
             try await eventually("birth topic") { link.filters.withLock { $0.count == 1 } }
             host.emit(.brokerConnected)
-            try await eventually("subscribed") { link.filters.withLock { $0.count == 6 } }
+            try await eventually("subscribed") { link.filters.withLock { $0.count == 7 } }
             func retained(_ topic: String, _ payload: String) {
                 _ = host.route(MQTTMessage(topic: topic, string: payload, qos: .atLeastOnce, retain: true))
             }
@@ -260,6 +260,36 @@ final class RecordingCore: DeviceManaging {
             }
             #expect(link.payloads(live).isEmpty)
             try await eventually("sweep over", within: .seconds(20)) { link.filters.withLock { $0.count == 1 } }
+        }
+    }
+
+    /// Without Home Assistant there are no configs to find them by: an auto device of an earlier run is found by
+    /// its retained availability, and its own topics are read and cleared for the rest of the sweep (issue 40).
+    @Test func autoLeftoversAreClearedWithoutHomeAssistant() async throws {
+        try await run { host, link in
+            host.emit(.configApplied(old: nil, new: config([F.passive()], homeAssistant: false)))
+            host.emit(.brokerConnected)
+            try await eventually("subscribed") { link.filters.withLock { $0 == ["b/+/availability"] } }
+            func retained(_ topic: String, _ payload: String) {
+                _ = host.route(MQTTMessage(topic: topic, string: payload, qos: .atLeastOnce, retain: true))
+            }
+            retained("b/thermo/availability", "online")                 // a configured device's
+            retained("b/kitchen-a4c138000001/availability", "online")   // not an auto device's name
+            retained("b/bthome-a4c138000009/availability", "offline")
+            try await eventually("its topics read") {
+                link.filters.withLock { $0.contains("b/bthome-a4c138000009/+") }
+            }
+            retained("b/bthome-a4c138000009/availability", "offline")
+            retained("b/bthome-a4c138000009/temperature", "21.5")
+            retained("b/bthome-a4c138000009/rssi", "-60")
+            try await eventually("cleared") {
+                link.payloads("b/bthome-a4c138000009/temperature") == [""]
+                    && link.payloads("b/bthome-a4c138000009/rssi") == [""]
+                    && link.payloads("b/bthome-a4c138000009/availability") == [""]
+            }
+            #expect(link.payloads("b/thermo/availability").isEmpty)
+            #expect(link.payloads("b/kitchen-a4c138000001/availability").isEmpty)
+            try await eventually("sweep over", within: .seconds(20)) { link.filters.withLock { $0.isEmpty } }
         }
     }
 
