@@ -138,9 +138,12 @@ final class ChannelPublisher: Sendable {
         mqtt.publish(topic, payload, qos: qos, retain: retain)
     }
 
+    /// The last payload published, nil before the first: the device's latest value as the read model shows it.
+    var lastPayload: String? { last.withLock { $0.isSet ? String(decoding: $0.utf8, as: UTF8.self) : nil } }
+
     /// Publishes the last value again (nothing if there was none).
     func republish() {
-        guard let payload = last.withLock({ $0.isSet ? String(decoding: $0.utf8, as: UTF8.self) : nil }) else { return }
+        guard let payload = lastPayload else { return }
         mqtt.publish(topic, payload, qos: qos, retain: retain)
     }
 }

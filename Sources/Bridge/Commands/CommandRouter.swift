@@ -31,6 +31,9 @@ final class CommandRouter: Sendable {
         routes.withLock { $0 = new }
     }
 
+    /// The running session of `device`, as of the last table.
+    func session(_ device: String) -> DeviceSession? { routes.withLock { $0.targets[device] } }
+
     /// The fleet's view as of the last table, for readers outside the core's loop.
     var fleet: FleetView { routes.withLock { $0.fleet } }
 

@@ -302,6 +302,12 @@ public actor BridgeCore {
     /// What the bridge knows now (docs/dev/ARCHITECTURE.md, "The read model").
     public nonisolated var state: BridgeState { store.current }
 
+    /// A running device's last published values, by channel in config order; nil when it has no session (unknown,
+    /// or passive: a broadcaster's readings are published by the adverts feature and retained on the broker).
+    public nonisolated func latestValues(of device: String) -> [(channel: String, payload: String)]? {
+        router.session(device)?.latestValues()
+    }
+
     /// The state now, then after every change (a slow reader gets only the newest); ends when the bridge stops.
     public nonisolated func stateChanges() -> AsyncStream<BridgeState> { store.changes() }
 }

@@ -12,6 +12,7 @@ import Synchronization
 public final class DeviceSession: Sendable {
     public let config: DeviceConfig
     private let environment: SessionEnvironment
+    private let publishers: [String: ChannelPublisher]
     private let inbox: AsyncStream<SessionInput>
     private let sender: AsyncStream<SessionInput>.Continuation
     private let finished = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
@@ -22,10 +23,16 @@ public final class DeviceSession: Sendable {
          owned: Bool = true) {
         self.config = config
         self.environment = environment
+        publishers = SessionLoop.publishers(config, environment)
         (inbox, sender) = AsyncStream.makeStream(of: SessionInput.self)
         if !owned { sender.yield(.machine(.ownership(false))) }    // fleet: before start, so it never says offline
         sender.yield(.machine(.start))
         sender.yield(bluezAvailable ? .adapter(adapter) : .bluez(available: false))
+    }
+
+    /// Each channel's last published value, in config order (a channel with none yet is left out); any thread.
+    public func latestValues() -> [(channel: String, payload: String)] {
+        config.channels.compactMap { channel in publishers[channel.name]?.lastPayload.map { (channel.name, $0) } }
     }
 
     // MARK: - Inputs (any thread)
@@ -64,7 +71,8 @@ public final class DeviceSession: Sendable {
                 }
             }
             await withDiscardingTaskGroup { group in
-                var loop = SessionLoop(config: config, environment: environment, inbox: sender, cleanups: cleanupSender)
+                var loop = SessionLoop(config: config, environment: environment, publishers: publishers, inbox: sender,
+                                       cleanups: cleanupSender)
                 for await input in inbox {
                     for job in loop.handle(input) { group.addTask(operation: job) }
                     if loop.isFinished { break }

@@ -39,24 +39,35 @@ struct SessionLoop {
     /// Only in the final stop: the session ends once the cleanups asked for so far are done.
     var stopping = false
 
-    init(config: DeviceConfig, environment: SessionEnvironment, inbox: AsyncStream<SessionInput>.Continuation,
-         cleanups: AsyncStream<(UInt64, Job)>.Continuation) {
+    init(config: DeviceConfig, environment: SessionEnvironment, publishers: [String: ChannelPublisher],
+         inbox: AsyncStream<SessionInput>.Continuation, cleanups: AsyncStream<(UInt64, Job)>.Continuation) {
         self.config = config
         self.env = environment
         self.inbox = inbox
         self.cleanups = cleanups
-        var logger = environment.logger
-        logger[metadataKey: "device"] = "\(config.name)"
-        self.logger = logger
+        self.logger = Self.logger(config, environment)
         self.machine = SessionMachine(policy: environment.policy, pairing: config.pairing.mode != .none,
                                       jitter: environment.jitter)
+        self.publishers = publishers
+        self.channels = Dictionary(config.channels.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    static func logger(_ config: DeviceConfig, _ environment: SessionEnvironment) -> Logger {
+        var logger = environment.logger
+        logger[metadataKey: "device"] = "\(config.name)"
+        return logger
+    }
+
+    /// One per channel, made with the session: the loop publishes through them, the read model reads their last
+    /// values (`DeviceSession.latestValues`).
+    static func publishers(_ config: DeviceConfig, _ environment: SessionEnvironment) -> [String: ChannelPublisher] {
+        let logger = logger(config, environment)
         var publishers: [String: ChannelPublisher] = [:]
         for channel in config.channels {
             publishers[channel.name] = ChannelPublisher(channel: channel, topic: environment.topics.state(config, channel),
                                                         publisher: environment.publisher, logger: logger)
         }
-        self.publishers = publishers
-        self.channels = Dictionary(config.channels.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        return publishers
     }
 
     var devicePath: String? {

@@ -21,6 +21,9 @@ import Testing
             try await eventually("both online") { rig.probe.online("lamp") == true && rig.probe.online("strap") == true }
             rig.bluez.notify(strap.address, [0x01, 0x02])
             try await eventually("the value published") { rig.published("b/strap/n") == ["0102"] }
+            #expect(rig.core.latestValues(of: "strap")?.first { $0.channel == "n" }?.payload == "0102")
+            #expect(rig.core.latestValues(of: "lamp")?.contains { $0.channel == "n" } == false)
+            #expect(rig.core.latestValues(of: "nobody") == nil)
             #expect(rig.published("b/lamp/n").isEmpty)
             rig.command("b/lamp/led/set", "01")
             try await eventually("the write") { rig.bluez.writes(lamp.address) == [[0x01]] }
