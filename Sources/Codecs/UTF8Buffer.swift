@@ -6,7 +6,8 @@ public struct UTF8Buffer: Sendable {
 
     public init(capacity: Int = 0) {
         bytes = []
-        bytes.reserveCapacity(capacity)
+        // Not for none: `reserveCapacity(0)` costs ~80 instructions, and a publisher makes an empty one per value.
+        if capacity > 0 { bytes.reserveCapacity(capacity) }
     }
 
     public var count: Int { bytes.count }
@@ -106,22 +107,37 @@ struct UTF8Cursor {
         count &+= text.utf8CodeUnitCount
     }
 
-    /// `value` in decimal, at least `minimumDigits` digits (leading zeros).
-    mutating func put(decimal value: UInt64, minimumDigits: Int = 1) {
-        var digits = 1
-        var rest = value
-        while rest >= 10 {
-            rest /= 10
-            digits &+= 1
-        }
-        digits = max(digits, minimumDigits)
-        rest = value
-        var index = count &+ digits
-        count = index
-        while index > count &- digits {
-            index &-= 1
-            base[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
-            rest /= 10
-        }
+    /// Eight bytes from `source` stored at once, of which the cursor moves past `keeping` (at most 8): the memory
+    /// must have room for all eight.
+    @inline(__always)
+    mutating func putEight(_ source: UnsafeRawPointer, keeping: Int) {
+        UnsafeMutableRawPointer(base + count).storeBytes(of: source.loadUnaligned(as: UInt64.self), as: UInt64.self)
+        count &+= keeping
     }
+
+    /// `value` in decimal (up to 10 digits), from the right, two digits at a time.
+    mutating func put(decimal value: UInt32) {
+        let digits = value < 10 ? 1 : value < 100 ? 2 : value < 1000 ? 3 : value < 10000 ? 4 : value < 100_000 ? 5
+            : value < 1_000_000 ? 6 : value < 10_000_000 ? 7 : value < 100_000_000 ? 8 : value < 1_000_000_000 ? 9 : 10
+        let pairs = Self.digitPairs.utf8Start
+        var rest = value
+        var index = count &+ digits
+        while index &- count >= 2 {
+            let pair = Int(truncatingIfNeeded: rest % 100) &* 2
+            rest /= 100
+            index &-= 2
+            base[index] = pairs[pair]
+            base[index &+ 1] = pairs[pair &+ 1]
+        }
+        if index > count {
+            base[count] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest)
+        }
+        count = count &+ digits
+    }
+
+    /// "00", "01", … "99": two digits per division.
+    private static let digitPairs: StaticString = """
+        0001020304050607080910111213141516171819202122232425262728293031323334353637383940414243444546474849\
+        5051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899
+        """
 }
