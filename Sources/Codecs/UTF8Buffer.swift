@@ -70,6 +70,73 @@ public struct UTF8Buffer: Sendable {
     }
 }
 
+/// A number's `write(to:)` (`NumberFormatting`) appends its digits here as ASCII bytes, without a `String`.
+extension UTF8Buffer: TextOutputStream {
+    public mutating func write(_ string: String) {
+        var string = string
+        string.withUTF8 { bytes.append(contentsOf: $0) }
+    }
+
+    public mutating func _writeASCII(_ buffer: UnsafeBufferPointer<UInt8>) {
+        bytes.append(contentsOf: buffer)
+    }
+
+    /// Removes `suffix` from the end when the bytes written since `start` end with it.
+    mutating func dropSuffix(_ suffix: StaticString, after start: Int) {
+        let length = suffix.utf8CodeUnitCount
+        guard bytes.count - start >= length,
+              bytes[(bytes.count - length)...].elementsEqual(UnsafeBufferPointer(start: suffix.utf8Start, count: length))
+        else { return }
+        bytes.removeLast(length)
+    }
+
+    /// `bytes` as UTF-8 text, as `String(decoding:as:)` spells them: well-formed UTF-8 as it is (no `String`), anything
+    /// else with its ill-formed parts replaced by U+FFFD, by the standard library itself.
+    mutating func append(utf8Repaired bytes: UnsafeRawBufferPointer) {
+        if UTF8Validation.isWellFormed(bytes) {
+            append(contentsOf: bytes)
+        } else {
+            append(contentsOf: String(decoding: bytes, as: UTF8.self).utf8)
+        }
+    }
+}
+
+/// Well-formed UTF-8 (the Unicode Standard's table 3-7): no overlong forms, surrogates or values above U+10FFFF,
+/// no truncated or stray continuation bytes.
+enum UTF8Validation {
+    static func isWellFormed(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var index = 0
+        let count = bytes.count
+        while index < count {
+            let lead = bytes[index]
+            if lead < 0x80 {
+                index &+= 1
+                continue
+            }
+            let length: Int
+            var low: UInt8 = 0x80, high: UInt8 = 0xBF    // the range of the second byte
+            switch lead {
+            case 0xC2...0xDF: length = 2
+            case 0xE0: length = 3; low = 0xA0
+            case 0xE1...0xEC, 0xEE...0xEF: length = 3
+            case 0xED: length = 3; high = 0x9F
+            case 0xF0: length = 4; low = 0x90
+            case 0xF1...0xF3: length = 4
+            case 0xF4: length = 4; high = 0x8F
+            default: return false
+            }
+            guard count - index >= length, (low...high).contains(bytes[index + 1]) else { return false }
+            var next = index + 2
+            while next < index + length {
+                guard bytes[next] & 0xC0 == 0x80 else { return false }
+                next += 1
+            }
+            index += length
+        }
+        return true
+    }
+}
+
 extension UTF8Buffer {
     /// `count` bytes written in place by `body` (which returns how many it wrote, at most `count`).
     mutating func appendUninitialized(count: Int, _ body: (UnsafeMutableBufferPointer<UInt8>) -> Int) {
