@@ -19,7 +19,7 @@ subject (gattbridge, release build; the floor relay on the twin peripheral) stre
 `--path hr` is a decoded value: heart-rate stamps on the signal path through a `codec: heart_rate_measurement`
 channel at `--qos` (the floor relay publishes the same notifications' raw bytes). With callgrind it also prints the
 instructions per value of decoding and publishing it (`ChannelPublisher.publish`, inclusive: the codec, the JSON,
-the hand-over to libmosquitto; issue 45's budget is 5k), beside the loop thread's total.
+the hand-over to libmosquitto) and whether it is within issue 45's budget of 5,000, beside the loop thread's total.
 
 Counts, not timings, so a loaded machine still gives the same answer. Output on stdout. Needs `strace`, `perf` or
 `valgrind` (Debian: `apt install strace linux-perf valgrind`).
