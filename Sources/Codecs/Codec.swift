@@ -88,7 +88,7 @@ public struct Codec: Sendable, Equatable {
         case .hex: Hex.encode(bytes, to: &out)
         case .base64: Base64.encode(bytes, to: &out)
         // Invalid UTF-8 becomes U+FFFD, as it always has; a text channel's notifications go through its framer instead.
-        case .text: out.append(contentsOf: String(decoding: bytes, as: UTF8.self).utf8)
+        case .text: out.append(utf8Repaired: bytes)
         case .uint8: try IntegerCoding.decode(bytes, as: UInt8.self, kind: kind, to: &out)
         case .int8: try IntegerCoding.decode(bytes, as: Int8.self, kind: kind, to: &out)
         case .uint16, .uint16be: try IntegerCoding.decode(bytes, as: UInt16.self, kind: kind, to: &out)

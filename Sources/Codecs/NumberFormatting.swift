@@ -3,7 +3,7 @@ enum NumberFormatting {
     /// Swift's `description` is already the shortest text that reads back to the same value; this only
     /// drops the needless ".0" of integral values (1000 rather than 1000.0) and spells integral values below
     /// 10^15 in plain digits. Non-finite values come out as "nan", "inf", "-inf".
-    static func shortest<F: BinaryFloatingPoint & LosslessStringConvertible>(_ value: F) -> String {
+    static func shortest<F: BinaryFloatingPoint & LosslessStringConvertible & TextOutputStreamable>(_ value: F) -> String {
         var out = UTF8Buffer()
         write(value, to: &out)
         return out.string
@@ -19,7 +19,7 @@ enum NumberFormatting {
     }
 
     /// `shortest`'s text appended to `out`. Only values without a short plain spelling make a `String` (`description`).
-    static func write<F: BinaryFloatingPoint & LosslessStringConvertible>(_ value: F, to out: inout UTF8Buffer) {
+    static func write<F: BinaryFloatingPoint & LosslessStringConvertible & TextOutputStreamable>(_ value: F, to out: inout UTF8Buffer) {
         if writeIntegral(value, to: &out) { return }
         writeDescribed(value, to: &out)
     }
@@ -46,10 +46,19 @@ enum NumberFormatting {
         return true
     }
 
-    private static func writeDescribed<F: BinaryFloatingPoint & LosslessStringConvertible>(_ value: F, to out: inout UTF8Buffer) {
-        var text = value.description
-        if text.hasSuffix(".0") { text.removeLast(2) }
-        out.append(contentsOf: text.utf8)
+    /// `description`'s text without a needless ".0". A finite value is written through its `TextOutputStreamable`
+    /// conformance, which hands the standard library's shortest digits to `UTF8Buffer` as ASCII bytes: the same digits
+    /// as `description` (the two differ only in how a NaN is spelled), and no `String` (issue 45).
+    private static func writeDescribed<F: BinaryFloatingPoint & LosslessStringConvertible & TextOutputStreamable>(_ value: F, to out: inout UTF8Buffer) {
+        guard value.isFinite else {
+            var text = value.description
+            if text.hasSuffix(".0") { text.removeLast(2) }
+            out.append(contentsOf: text.utf8)
+            return
+        }
+        let start = out.count
+        value.write(to: &out)
+        out.dropSuffix(".0", after: start)
     }
 
     /// A non-integral value from 0.001 to 10¹⁵ that some decimal q / 10ⁿ of at most 15 significant digits reads

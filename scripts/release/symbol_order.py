@@ -55,6 +55,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 OUTPUT = REPO / "scripts/release/symbol-order.txt"
 UNNAMED_OUTPUT = REPO / "scripts/release/unnamed-order.ld"
+SCRATCH = REPO / ".build-symbol-order"     # where it builds the binary it profiles (without --binary)
 UNNAMED_HEADER = """The package's unnamed functions (LLVM private: no symbol, so symbol-order.txt cannot name them) that the
    profiled steady state and commands ran, most expensive first, placed just before .text and so next to the ordered
    functions. Generated with symbol-order.txt by scripts/release/symbol_order.py; docs/dev/MEMORY.md says why. A

@@ -32,24 +32,30 @@ final class ChannelPublisher: Sendable {
     private let last = Mutex(LastPayload())
 
     private struct LastPayload {
-        var utf8: [UInt8] = []
-        var isSet = false
+        /// The payload is the first `count` bytes; the array only grows (to the channel's largest value), so keeping
+        /// a value of another length neither empties nor refills it.
+        private var storage: [UInt8] = []
+        private var count = 0
+        private(set) var isSet = false
+
+        var utf8: ArraySlice<UInt8> { storage[..<count] }
 
         mutating func keep(_ payload: some Collection<UInt8>) {
-            utf8.removeAll(keepingCapacity: true)
-            utf8.append(contentsOf: payload)
+            storage.removeAll(keepingCapacity: true)
+            storage.append(contentsOf: payload)
+            count = storage.count
             isSet = true
         }
 
-        /// `keep` for bytes lent by the caller. A channel's values mostly keep their length from one to the next:
-        /// then they are copied over the last ones in place, without emptying and refilling the array.
+        /// `keep` for bytes lent by the caller: copied over the last ones in place.
         mutating func keep(_ payload: UnsafeRawBufferPointer) {
-            if utf8.count == payload.count {
-                utf8.withUnsafeMutableBytes { $0.copyMemory(from: payload) }
-            } else {
-                utf8.removeAll(keepingCapacity: true)
-                utf8.append(contentsOf: payload)
+            if storage.count < payload.count {
+                storage.append(contentsOf: repeatElement(0, count: payload.count - storage.count))
             }
+            if let source = payload.baseAddress, !payload.isEmpty {
+                storage.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: source, byteCount: payload.count) }
+            }
+            count = payload.count
             isSet = true
         }
     }
