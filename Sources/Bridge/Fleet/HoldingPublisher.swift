@@ -28,8 +28,6 @@ final class HoldingPublisher: MessagePublisher, Sendable {
         self.inner = inner
     }
 
-    var isHolding: Bool { holding.load(ordering: .acquiring) }
-
     func publish(_ topic: String, _ payload: String, qos: Int, retain: Bool) {
         guard holding.load(ordering: .acquiring) else { return inner.publish(topic, payload, qos: qos, retain: retain) }
         queue.withLock { queue in

@@ -9,7 +9,6 @@ import Testing
         #expect(!holder.release(deliver: true))      // no hold to end
         #expect(holder.hold())
         #expect(!holder.hold())                      // on already
-        #expect(holder.isHolding)
         holder.publish("b/d/c", "2", qos: 1, retain: false)
         holder.publish("b/d/c", "3", qos: 1, retain: false)
         #expect(recorder.payloads(on: "b/d/c") == ["1"])
