@@ -26,7 +26,7 @@ extension BridgeCore {
             report: { report in
                 switch report {
                 case .availability(let online):
-                    store.update { $0.updateDevice(device.name) { $0.online = online; $0.lastSeen = .now } }
+                    store.update { $0.setOnline(device.name, online) }
                     host.emit(.availability(device, online: online))
                     sink.yield(.adapter(.availability(device: device.name, online: online)))
                 case .rssi(let rssi):
@@ -36,7 +36,12 @@ extension BridgeCore {
                         store.update { $0.updateDevice(device.name) { $0.rssi = rssi; $0.lastSeen = .now } }
                         host.emit(.rssi(device, rssi))
                     }
-                case .event(let event): host.emit(.deviceEvent(device, event))
+                case .event(let event):
+                    switch event {
+                    case .disconnected, .error: store.update { $0.updateDevice(device.name) { $0.link = .offline } }
+                    case .connected, .reconnectAttempt: break
+                    }
+                    host.emit(.deviceEvent(device, event))
                 case .rejected(let rejection): host.emit(.rejected(rejection))
                 case .completed(let command): host.emit(.completed(command))
                 case .identified(let identity):
@@ -65,7 +70,7 @@ extension BridgeCore {
             for session in sessions.values { session.send(.republish(states: states)) }
         case .availability(let name, let online):
             guard let device = config.devices.first(where: { $0.name == name }), device.isPassive else { break }
-            store.update { $0.updateDevice(name) { $0.online = online; $0.lastSeen = .now } }
+            store.update { $0.setOnline(name, online) }
             host.emit(.availability(device, online: online))
         case .hold(let name, let held):
             await run(machine.handle(.hold(device: name, held: held,

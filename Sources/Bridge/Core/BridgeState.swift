@@ -6,7 +6,9 @@ import Config
 public struct BridgeState: Sendable {
     public struct Device: Sendable, Equatable {
         public internal(set) var config: DeviceConfig
-        public internal(set) var online = false
+        /// `connecting` until its link first came up or failed; `offline` once it went down or failed after that.
+        public internal(set) var link = DeviceLinkState.connecting
+        public var online: Bool { link == .online }
         /// The adapter it is placed on (nil: none yet, or a passive device, which every adapter hears).
         public internal(set) var adapter: String?
         /// False only in a fleet, for a device another bridge owns (docs/fleet.md).
@@ -53,6 +55,14 @@ public struct BridgeState: Sendable {
         }
         self.generation = generation
         fleet(fleetView)
+    }
+
+    /// A device's availability: online, or offline once it was online (before that it is still connecting).
+    mutating func setOnline(_ name: String, _ online: Bool, at now: ContinuousClock.Instant = .now) {
+        updateDevice(name) { device in
+            device.link = online ? .online : (device.link == .online ? .offline : device.link)
+            device.lastSeen = now
+        }
     }
 
     mutating func updateDevice(_ name: String, _ change: (inout Device) -> Void) {

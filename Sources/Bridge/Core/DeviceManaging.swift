@@ -32,6 +32,8 @@ public enum DeviceChangeError: Error, Sendable, Equatable, CustomStringConvertib
 /// it weakly, so a feature cannot keep the core alive.
 public protocol DeviceManaging: AnyObject, Sendable {
     func currentConfig() async -> BridgeConfig
+    /// The read model now (docs/dev/ARCHITECTURE.md, "The read model"); never waits for the core's loop.
+    var state: BridgeState { get }
     /// Applies the change like a reload (other devices keep running) and returns the device added or removed; nil
     /// when the bridge stops first.
     func updateDevices(_ change: DeviceChange) async -> Result<DeviceConfig, DeviceChangeError>?
@@ -54,6 +56,10 @@ extension FeatureContext {
     public func currentConfig() async -> BridgeConfig? {
         await host.core.core?.currentConfig()
     }
+
+    /// What the bridge knows now; nil only when the core has gone. The core updates it before it emits the event
+    /// that tells of a change, so a feature that reads it on an event sees that change (or a newer state).
+    public var state: BridgeState? { host.core.core?.state }
 
     /// Adds or removes a device (docs/bridge-api.md) through the core.
     public func updateDevices(_ change: DeviceChange) async -> Result<DeviceConfig, DeviceChangeError>? {

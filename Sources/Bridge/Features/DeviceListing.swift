@@ -2,7 +2,8 @@ import Codecs
 import Config
 
 /// What `B/bridge/devices` says about a device's link.
-enum DeviceLinkState: String, Sendable {
+/// A device's link as the bridge API and the read model say it (docs/bridge-api.md, `B/bridge/devices`).
+public enum DeviceLinkState: String, Sendable {
     case online, offline, connecting
 }
 
