@@ -3,7 +3,7 @@ import Synchronization
 /// Discovery for the sessions of devices with `adapter: any` (docs/adapters.md). A session looks for its missing device
 /// through the adapter it is placed on; if that adapter has not found it within `widenAfter`, every usable adapter
 /// joins the search, so a device that only another adapter hears is sighted there and the core moves it
-/// (`BridgeCore.noteSighting`). Without this a device placed on the wrong radio would wait for that radio to fail
+/// (`AdapterMachine.sighted`). Without this a device placed on the wrong radio would wait for that radio to fail
 /// before anyone else listened for it. The placed adapter gets a head start so that a device it hears stays on it,
 /// rather than going to whichever radio (on a bench, perhaps a peripheral's own adapter) answers first. Pinned
 /// devices use the plain coordinator and look only through their own adapter.

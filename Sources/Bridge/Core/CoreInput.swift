@@ -13,7 +13,9 @@ enum CoreInput: Sendable {
     /// What a feature asks (republish, fleet ownership and holds).
     case request(CoreRequest)
     /// Adapter health and placement: session reports, discovery results, timers, recovery steps.
-    case adapter(AdapterInput)
+    case adapter(AdapterMachine.AdapterInput)
+    /// BlueZ's adapter list, read when the machine asked.
+    case adaptersRead([AdapterInfo])
     /// A config change; `reply` gets the device added or removed (nil for a reload), or nil when the bridge stops.
     case change(ConfigChange, reply: @Sendable (Result<DeviceConfig?, DeviceChangeError>?) -> Void)
     /// The sessions a change stopped have ended.

@@ -37,6 +37,7 @@ extension CoreMachine {
             if running {
                 unannounced.remove(device)
                 out.append(.ownershipChanged(device: device, owned: owned))
+                place(&out)      // an owned device takes a connection slot; one given up frees it
             } else if config.devices.contains(where: { $0.name == device && $0.isPassive }) {
                 out.append(.announceOwnership(device: device))
             } else {
@@ -45,7 +46,7 @@ extension CoreMachine {
             }
         case .sessionStarted(let device):
             if unannounced.remove(device) != nil { out.append(.announceOwnership(device: device)) }
-        case .requested, .stopped:
+        default:
             break
         }
     }

@@ -17,6 +17,8 @@ final class RecordingCore: DeviceManaging {
 
     func currentConfig() async -> BridgeConfig { testConfig() }
 
+    var state: BridgeState { BridgeState() }
+
     func updateDevices(_ change: DeviceChange) async -> Result<DeviceConfig, DeviceChangeError>? {
         if case .remove(let name) = change {
             removed.withLock { $0.append(name) }

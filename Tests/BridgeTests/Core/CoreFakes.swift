@@ -48,7 +48,7 @@ final class FakeBlueZ: BluetoothPort, Sendable {
     func connect(device path: String, timeout: Duration) async throws(BlueZError) {
         let fails = state.withLock { s -> Bool in
             s.connects.append(path)
-            return !s.available || s.failingAdapters.contains(BridgeCore.adapterPath(ofDevice: path))
+            return !s.available || s.failingAdapters.contains(AdapterMachine.adapterPath(ofDevice: path))
         }
         if fails { throw .notReady }
     }

@@ -15,7 +15,7 @@ import Testing
         #expect(CoreMachine(config: CoreMachineTests.config([CoreMachineTests.device("a", 1)])).fleet.owns("a"))
         var machine = CoreMachine(config: Self.fleetConfig([CoreMachineTests.device("a", 1)]))
         #expect(!machine.fleet.owns("a"))
-        #expect(machine.handle(.ownership(device: "a", owned: true, running: true))
+        #expect(machine.handle(.ownership(device: "a", owned: true, running: true)).decisions
                 == [.releaseValues(device: "a", deliver: true), .ownershipChanged(device: "a", owned: true)])
         #expect(machine.fleet.owns("a"))
         // Told again: nothing changed, nothing said.
