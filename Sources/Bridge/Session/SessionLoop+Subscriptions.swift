@@ -21,24 +21,7 @@ extension SessionLoop {
         }
         resolved = found
         drive(.servicesResolved(generation), &jobs)
-        if identity == nil, let job = identityJob(tree) { jobs.append(job) }
-    }
-
-    /// Model and manufacturer from Device Information, read once per session; absent characteristics are fine.
-    func identityJob(_ tree: GattTree) -> Job? {
-        let deviceInformation = BluetoothUUID("180a")
-        let model = tree.characteristic(BluetoothUUID("2a24")!, service: deviceInformation)
-        let manufacturer = tree.characteristic(BluetoothUUID("2a29")!, service: deviceInformation)
-        guard model != nil || manufacturer != nil else { return nil }
-        let gatt = env.gatt, inbox = self.inbox
-        return {
-            func text(_ info: GattCharacteristicInfo?) async -> String? {
-                guard let info, let bytes = try? await gatt.read(characteristic: info.path) else { return nil }
-                let value = String(decoding: bytes, as: UTF8.self).trimmingPrefix(while: \.isWhitespace)
-                return value.isEmpty ? nil : String(value)
-            }
-            inbox.yield(.identified(DeviceIdentity(model: await text(model), manufacturer: await text(manufacturer))))
-        }
+        if identity == nil, let job = work.identify(tree) { jobs.append(job) }
     }
 
     func mode(of channel: ChannelConfig) -> ChannelMode {
@@ -53,7 +36,6 @@ extension SessionLoop {
             guard let info = resolved[channel.name], let publisher = publishers[channel.name] else { return nil }
             return (channel, info.path, NotificationGate(publisher: publisher))
         }
-        let gatt = env.gatt, inbox = self.inbox, hint = securityHint
         // BlueZ 5.47–5.83 never answers an AcquireNotify whose enabling of notifications fails (the link drops, or
         // the CCC write is refused) and keeps the characteristic acquired until bluetoothd restarts: every later
         // subscription gets "Notify acquired", and removing the device then crashes bluetoothd (fixed in 5.84). A
@@ -61,26 +43,7 @@ extension SessionLoop {
         // the peripheral lost its bond), so a device that pairs, or that BlueZ lists as paired, uses StartNotify,
         // whose failure is answered and cleaned up; such devices (locks, thermostats) are not the fast ones.
         let preferAcquire = !(machine.pairingRequired || machine.devicePaired)
-        return {
-            var done: [ActiveSubscription] = []
-            do throws(BlueZError) {
-                for (channel, path, gate) in targets {
-                    // The hot path: each value (fd or signal path) is decoded and published on the D-Bus loop thread
-                    // that received it (one decode, one publish), never crossing to a Swift executor thread.
-                    let subscription = try await gatt.notifications(of: path, preferAcquire: preferAcquire,
-                                                                        onValue: { gate.deliver($0) })
-                    done.append(ActiveSubscription(channel: channel, subscription: subscription, gate: gate))
-                }
-                inbox.yield(.subscribed(done, generation))
-            } catch {
-                for active in done {
-                    active.gate.close()
-                    await active.subscription.stop()
-                }
-                let kind = hint(error).map { FailureKind.subscribeFailed("\(error); \($0)") }
-                inbox.yield(.machine(.failure(kind ?? FailureKind(error, stage: .subscribe), generation)))
-            }
-        }
+        return work.subscribe(targets, preferAcquire: preferAcquire, generation: generation)
     }
 
     mutating func subscribed(_ list: [ActiveSubscription], _ generation: SessionGeneration, _ jobs: inout [Job]) {
@@ -116,29 +79,8 @@ extension SessionLoop {
 
     // MARK: - Reads
 
-    func pollTimer(_ channel: ChannelConfig, epoch: Int) -> Job {
-        let inbox = self.inbox, interval = channel.interval, name = channel.name
-        return {
-            try? await Task.sleep(for: interval)
-            if !Task.isCancelled { inbox.yield(.pollDue(channel: name, epoch: epoch)) }
-        }
-    }
-
-    /// Reads a channel and publishes the value as a whole (reads bypass a text channel's line framer).
     func readJob(_ channel: ChannelConfig) -> Job? {
         guard let info = resolved[channel.name], let publisher = publishers[channel.name] else { return nil }
-        let gatt = env.gatt, logger = self.logger, hint = securityHint, report = env.report
-        return {
-            do throws(BlueZError) {
-                publisher.publishRead(try await gatt.read(characteristic: info.path))
-            } catch {
-                if let hint = hint(error) {
-                    logger.warning("read of \(channel.name) failed: \(error); \(hint)")
-                    report(.event(.error(message: "read of \(channel.name) failed: \(error); \(hint)")))
-                } else {
-                    logger.warning("read of \(channel.name) failed: \(error)")
-                }
-            }
-        }
+        return work.read(channel, info, into: publisher)
     }
 }

@@ -10,12 +10,14 @@ struct SessionLoop {
     let config: DeviceConfig
     let env: SessionEnvironment
     let inbox: AsyncStream<SessionInput>.Continuation
-    let cleanups: AsyncStream<(UInt64, Job)>.Continuation
+    let cleanupQueue: AsyncStream<(UInt64, Job)>.Continuation
     var logger: Logger
     var machine: SessionMachine
     var scheduler = CommandScheduler()
     let publishers: [String: ChannelPublisher]
     let channels: [String: ChannelConfig]
+    /// The jobs this loop hands to child tasks (`SessionWork`).
+    let work: SessionWork
 
     private(set) var isFinished = false
     var adapterPath: String?
@@ -31,11 +33,8 @@ struct SessionLoop {
     var pollEpoch = 0
     /// The expiry timer armed for the earliest command deadline, so a flood of commands arms one timer, not many.
     var armedExpiry: ContinuousClock.Instant?
-    /// Cleanup tickets: Disconnect/RemoveDevice asked for, and done. A Connect or device lookup waits for every
-    /// cleanup asked for before it: one that overtook a Disconnect would be cancelled by it.
-    var cleanupsAsked: UInt64 = 0
-    var cleanupsDone: UInt64 = 0
-    var afterCleanup: [(ticket: UInt64, job: Job)] = []
+    /// A Connect or device lookup waits for every Disconnect/RemoveDevice asked for before it.
+    var cleanups = CleanupOrder()
     /// Only in the final stop: the session ends once the cleanups asked for so far are done.
     var stopping = false
 
@@ -44,8 +43,9 @@ struct SessionLoop {
         self.config = config
         self.env = environment
         self.inbox = inbox
-        self.cleanups = cleanups
+        self.cleanupQueue = cleanups
         self.logger = Self.logger(config, environment)
+        self.work = SessionWork(config: config, env: environment, inbox: inbox, logger: logger)
         self.machine = SessionMachine(policy: environment.policy, pairing: config.pairing.mode != .none,
                                       jitter: environment.jitter)
         self.publishers = publishers
@@ -123,11 +123,8 @@ struct SessionLoop {
                 drive(.failure(.subscribeFailed("notifications of \(channel) stopped"), generation), &jobs)
             }
         case .cleanupDone(let ticket):
-            cleanupsDone = ticket
-            let ready = afterCleanup.filter { $0.ticket <= ticket }
-            afterCleanup.removeAll { $0.ticket <= ticket }
-            jobs += ready.map(\.job)
-            if stopping && cleanupsDone == cleanupsAsked { isFinished = true }
+            jobs += cleanups.done(ticket)
+            if stopping && cleanups.allDone { isFinished = true }
         case .commandFinished(let id, let outcome):
             report(scheduler.finish(id, outcome))
             pumpCommands(&jobs)
@@ -141,7 +138,7 @@ struct SessionLoop {
             }
         case .pollFinished(let channel, let epoch):
             guard epoch == pollEpoch, machine.isOnline, let config = channels[channel] else { break }
-            jobs.append(pollTimer(config, epoch: epoch))
+            jobs.append(work.pollTimer(config, epoch: epoch))
         case .expiryDue:
             armedExpiry = nil
             pumpCommands(&jobs)
@@ -158,7 +155,7 @@ struct SessionLoop {
         report(scheduler.drain(reason: "device \(config.name) was removed or the bridge is stopping; command dropped"))
         for publisher in publishers.values { publisher.flush() }
         stopping = true
-        if cleanupsDone == cleanupsAsked { isFinished = true }
+        if cleanups.allDone { isFinished = true }
     }
 
     mutating func adapterChanged(_ adapter: AdapterInfo?, _ jobs: inout [Job]) {
@@ -176,12 +173,8 @@ struct SessionLoop {
             cleanup { try? await gatt.disconnect(device: old, timeout: .seconds(3)) }
         }
         adapterPath = adapter.path
-        let gatt = env.gatt, inbox = self.inbox, address = config.address, sequence = adapterSequence
         // The device's presence is looked up first, so it is known before the power state is applied.
-        jobs.append {
-            let known = await gatt.device(address: address, adapter: adapter.path)
-            inbox.yield(.adapterLooked(known, adapter: adapter, sequence: sequence))
-        }
+        jobs.append(work.lookUp(adapter: adapter, sequence: adapterSequence))
     }
 
     mutating func deviceEvent(_ event: BlueZEvent, _ jobs: inout [Job]) {
@@ -226,72 +219,32 @@ struct SessionLoop {
     }
 
     mutating func perform(_ action: SessionAction, _ jobs: inout [Job]) {
-        let gatt = env.gatt, inbox = self.inbox
+        let gatt = env.gatt
         switch action {
         case .startDiscovery:
             guard let adapterPath else { return }
             env.discovery.want(config.name, adapter: adapterPath)
-            // The object may already exist (BlueZ keeps devices it has seen): no need to wait for discovery.
-            let generation = machine.generation, address = config.address
-            afterCleanups(&jobs) {
-                if await gatt.device(address: address, adapter: adapterPath) != nil {
-                    inbox.yield(.foundIfStill(generation))
-                }
-            }
+            afterCleanups(&jobs, work.findIfKnown(adapter: adapterPath, generation: machine.generation))
         case .stopDiscovery:
             if let adapterPath { env.discovery.release(config.name, adapter: adapterPath) }
         case .requestConnectSlot(let generation):
-            let gate = env.gate, key = gateKey(generation), lane = adapterPath ?? ""
-            jobs.append {
-                do {
-                    try await gate.acquire(key, lane: lane)
-                    inbox.yield(.machine(.connectSlotGranted(generation)))
-                } catch {}
-            }
+            jobs.append(work.acquireSlot(gateKey(generation), lane: adapterPath ?? "", generation: generation))
         case .releaseConnectSlot(let generation):
-            let gate = env.gate, key = gateKey(generation)
-            jobs.append { await gate.release(key) }
+            jobs.append(work.releaseSlot(gateKey(generation)))
         case .connect(let generation, let timeout):
             guard let path = devicePath else {
                 drive(.failure(.adapterMissing, generation), &jobs)
                 return
             }
             logger.debug("connecting")
-            let report = env.report, adapter = adapterPath ?? "", suspect = env.policy.adapterFailures
-            afterCleanups(&jobs) {
-                do throws(BlueZError) {
-                    try await gatt.connect(device: path, timeout: timeout)
-                    report(.adapterOperation(adapter: adapter, error: nil))
-                    inbox.yield(.machine(.connectSucceeded(generation)))
-                } catch .alreadyConnected {
-                    inbox.yield(.machine(.connectSucceeded(generation)))
-                } catch {
-                    let kind = FailureKind(error, stage: .connect)
-                    if suspect.contains(kind.category) { report(.adapterOperation(adapter: adapter, error: "Connect: \(error)")) }
-                    inbox.yield(.machine(.failure(kind, generation)))
-                }
-            }
+            afterCleanups(&jobs, work.connect(path, adapter: adapterPath ?? "", generation: generation, timeout: timeout))
         case .pair(let generation, let timeout):
             guard let path = devicePath else {
                 drive(.failure(.adapterMissing, generation), &jobs)
                 return
             }
             logger.info("pairing (pairing: \(config.pairing.mode.rawValue))")
-            let agentReady = env.agentReady, needsKeyboard = config.pairing.mode == .passkey, logger = self.logger
-            afterCleanups(&jobs) {
-                guard await agentReady(needsKeyboard, .seconds(10)) else {
-                    logger.warning("the pairing agent is not registered with bluetoothd; pairing later")
-                    inbox.yield(.machine(.failure(.other("the pairing agent is not registered with bluetoothd"),
-                                                  generation)))
-                    return
-                }
-                do throws(BlueZError) {
-                    try await gatt.pair(device: path, timeout: timeout)
-                    inbox.yield(.machine(.pairSucceeded(generation)))
-                } catch {
-                    inbox.yield(.machine(.failure(FailureKind(error, stage: .connect), generation)))
-                }
-            }
+            afterCleanups(&jobs, work.pair(path, generation: generation, timeout: timeout))
         case .disconnect:
             guard let path = devicePath else { return }
             cleanup { try? await gatt.disconnect(device: path, timeout: .seconds(3)) }
@@ -300,14 +253,7 @@ struct SessionLoop {
             cleanup { try? await gatt.removeDevice(path) }
         case .resolveServices(let generation, let timeout):
             guard let path = devicePath else { return }
-            jobs.append {
-                do throws(BlueZError) {
-                    let tree = try await gatt.waitUntilServicesResolved(device: path, timeout: timeout)
-                    inbox.yield(.resolved(tree, generation))
-                } catch {
-                    inbox.yield(.machine(.failure(FailureKind(error, stage: .resolve), generation)))
-                }
-            }
+            jobs.append(work.resolve(path, generation: generation, timeout: timeout))
         case .subscribeChannels(let generation):
             jobs.append(subscribeJob(generation))
         case .readChannelsOnce:
@@ -317,7 +263,7 @@ struct SessionLoop {
         case .startPolling:
             pollEpoch += 1
             for channel in config.channels where resolved[channel.name] != nil && mode(of: channel) == .read {
-                jobs.append(pollTimer(channel, epoch: pollEpoch))
+                jobs.append(work.pollTimer(channel, epoch: pollEpoch))
             }
         case .stopPolling:
             pollEpoch += 1
@@ -325,10 +271,7 @@ struct SessionLoop {
             logger.info("availability \(online ? "online" : "offline")")
             env.report(.availability(online))
         case .scheduleBackoff(let delay, let generation):
-            jobs.append {
-                try? await Task.sleep(for: delay)
-                if !Task.isCancelled { inbox.yield(.machine(.backoffElapsed(generation))) }
-            }
+            jobs.append(work.backoff(delay, generation: generation))
         case .cancelBackoff:
             break       // the timer's generation is stale now: its firing is ignored
         case .emitEvent(let event):
@@ -344,17 +287,12 @@ struct SessionLoop {
 
     /// Queues a Disconnect or RemoveDevice behind the ones asked for before.
     mutating func cleanup(_ work: @escaping Job) {
-        cleanupsAsked += 1
-        cleanups.yield((cleanupsAsked, work))
+        cleanupQueue.yield((cleanups.ask(), work))
     }
 
     /// Runs `job` once every cleanup asked for so far is done.
     mutating func afterCleanups(_ jobs: inout [Job], _ job: @escaping Job) {
-        if cleanupsDone >= cleanupsAsked {
-            jobs.append(job)
-        } else {
-            afterCleanup.append((cleanupsAsked, job))
-        }
+        if let now = cleanups.after(job) { jobs.append(now) }
     }
 
     func gateKey(_ generation: SessionGeneration) -> String {
