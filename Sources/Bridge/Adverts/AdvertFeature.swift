@@ -32,10 +32,7 @@ public struct AdvertFeature: BridgeFeature {
         case sweepEnd(Int)
     }
 
-    /// How long the retained broadcaster configs are read after a connect: the broker sends them right after the
-    /// SUBSCRIBE, so a few seconds is plenty, and subscribing for longer would bring every config this bridge
-    /// publishes back into its own inbox (issue 40: with a flood of entities, most of the inbound load).
-    static let sweepWindow: Duration = .seconds(5)
+    static var sweepWindow: Duration { AdvertSweep.window }
 
     public func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         var tracker = AdvertTracker()
@@ -46,7 +43,8 @@ public struct AdvertFeature: BridgeFeature {
         var armed: ContinuousClock.Instant?
         /// The retained topics published per device (readings, Home Assistant configs), to clear when it leaves.
         var retained: [String: Set<String>] = [:]
-        var leftovers = AdvertLeftoverSweep()
+        var sweep = AdvertSweep()
+        var sweepTimers: [(at: ContinuousClock.Instant, timer: Timer)] = []
         /// Home Assistant subscribes to an entity's topic only once its config has arrived (a tenth of a second
         /// later), and an event is not retained, to be said again: a button's first press, which is what makes its
         /// event entity known, would be lost there. So the events of an event entity announced just now are held
@@ -54,18 +52,12 @@ public struct AdvertFeature: BridgeFeature {
         var delayed: [String: [String]] = [:]
         /// Topics newly held back: their timers are armed after the input (`rearm`).
         var newlyDelayed: [String] = []
-        /// The start-up sweep's filters while it runs, and its number.
-        var sweepFilters: [String] = []
-        var sweepNumber = 0
-        var sweepTimers: [(at: ContinuousClock.Instant, timer: Timer)] = []
         /// Whether a sweep ran since the broker connected: a reload that turns discovery on runs one.
         var connected = false
         /// The running config's devices and whether it is a fleet's: the sweep of auto devices' leftovers spares
         /// configured devices, and a fleet's leftovers may be another bridge's.
         var devices: [DeviceConfig] = []
         var fleet = false
-        /// Auto devices of an earlier run found by the sweep: their `B/<name>/+` is read while it lasts.
-        var staleLevels: Set<String> = []
         /// Where the replay ledger is saved; nil until the first config (which loads it).
         var stateDir: String?
         /// A failed save is logged once, until one succeeds again.
@@ -167,16 +159,21 @@ public struct AdvertFeature: BridgeFeature {
             return true
         }
 
-        /// Subscribes to the retained broadcaster configs for `sweepWindow`: leftovers of an earlier run are cleared
-        /// as they arrive (`AdvertLeftoverSweep`).
+        func apply(_ effects: [AdvertSweep.Effect]) {
+            for effect in effects {
+                switch effect {
+                case .subscribe(let filter): context.subscribe(filter)
+                case .unsubscribe(let filter): context.unsubscribe(filter)
+                case .clear(let topic, let note):
+                    if let note { logger.info("\(note)") }
+                    context.publish(topic, "", qos: 1, retain: true)
+                case .endAfter(let delay, let number): sweepTimers.append((ContinuousClock.now + delay, .sweepEnd(number)))
+                }
+            }
+        }
+
         func startSweep() {
-            for filter in sweepFilters { context.unsubscribe(filter) }
-            sweepFilters = (discovery?.advertConfigFilters ?? []) + (fleet ? [] : ["\(topics.base)/+/availability"])
-            staleLevels = []
-            guard !sweepFilters.isEmpty else { return }
-            for filter in sweepFilters { context.subscribe(filter) }
-            sweepNumber += 1
-            sweepTimers.append((ContinuousClock.now + Self.sweepWindow, .sweepEnd(sweepNumber)))
+            apply(sweep.start(discovery: discovery, base: topics.base, fleet: fleet))
         }
 
         func rearm() -> [(at: ContinuousClock.Instant, timer: Timer)] {
@@ -257,40 +254,13 @@ public struct AdvertFeature: BridgeFeature {
                 await perform(tracker.republish(discovery: true, states: connectedBefore))
                 connectedBefore = true
             case .event(.message(let message)):
-                if !sweepFilters.isEmpty, message.retain, !message.payload.isEmpty,
-                   let (level, leaf) = Self.autoLeftover(message.topic, base: topics.base, devices: devices),
-                   !tracker.tracks(level) {
-                    // Without Home Assistant nothing else finds an earlier run's auto devices: their availability
-                    // names them, and their own topics are read for the rest of the sweep and cleared.
-                    if leaf == "availability", !staleLevels.contains(level),
-                       staleLevels.count < AdvertLeftoverSweep.limit {
-                        staleLevels.insert(level)
-                        let filter = "\(topics.base)/\(level)/+"
-                        sweepFilters.append(filter)
-                        context.subscribe(filter)
-                    }
-                    if staleLevels.contains(level), leftovers.clearOnce(message.topic) {
-                        logger.info("clearing \(message.topic), left by an auto device of an earlier run")
-                        context.publish(message.topic, "", qos: 1, retain: true)
-                    }
-                    break
-                }
-                guard let discovery else { break }
-                if message.topic == discovery.statusTopic {
+                if let discovery, message.topic == discovery.statusTopic {
                     guard let due = birth.heard(message) else { break }
                     return [(due, .homeAssistantBirth)]
                 }
-                guard let leftover = discovery.advertLeftover(message),
-                      !retained.values.contains(where: { $0.contains(message.topic) }) else { break }
-                for topic in leftovers.admit(leftover, topic: message.topic) {
-                    logger.info("clearing stale Home Assistant config \(topic)")
-                    context.publish(topic, "", qos: 1, retain: true)
-                }
-                if case .stale = leftover {
-                    for topic in discovery.advertStateTopics(message) where leftovers.clearOnce(topic) {
-                        context.publish(topic, "", qos: 1, retain: true)
-                    }
-                }
+                apply(sweep.heard(message, base: topics.base, devices: devices, tracks: tracker.tracks,
+                                  discovery: discovery,
+                                  published: { topic in retained.values.contains { $0.contains(topic) } }))
             case .event(.rearm(let device)):
                 guard let actions = tracker.rearm(device.name) else { break }
                 logger.notice("encryption counters of \(device.name) re-armed: its next counter is believed")
@@ -299,11 +269,8 @@ public struct AdvertFeature: BridgeFeature {
                 for topic in (retained.removeValue(forKey: device.name) ?? []).sorted() {
                     context.publish(topic, "", qos: 1, retain: true)
                 }
-            case .timer(.sweepEnd(let number)) where number == sweepNumber:
-                for filter in sweepFilters { context.unsubscribe(filter) }
-                sweepFilters = []
-            case .timer(.sweepEnd):
-                break
+            case .timer(.sweepEnd(let number)):
+                apply(sweep.end(number))
             case .timer(.homeAssistantBirth):
                 birth.republishing()
                 await perform(tracker.announce())
