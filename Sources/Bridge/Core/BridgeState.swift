@@ -32,6 +32,9 @@ public struct BridgeState: Sendable {
     /// In config order.
     public internal(set) var devices: [Device] = []
     public internal(set) var adapters: [AdapterStatus] = []
+    /// Whether the core has placed the devices once: until then `adapters` is empty because nothing was said yet,
+    /// not because there are none (the bridge API then names BlueZ's adapters, docs/bridge-api.md).
+    public internal(set) var adaptersReported = false
     public internal(set) var isFleet = false
     /// The fleet's view the devices' `owned` and `held` were taken from.
     private(set) var fleetView = FleetView(fleet: false)
@@ -82,6 +85,7 @@ public struct BridgeState: Sendable {
 
     mutating func placed(_ statuses: [AdapterStatus], placement: [String: String]) {
         adapters = statuses
+        adaptersReported = true
         for index in devices.indices { devices[index].adapter = placement[devices[index].config.name] }
     }
 }

@@ -16,7 +16,7 @@ import Synchronization
 /// the requests that are served would wait behind them. The rest are counted and only logged.
 final class BusyAnswers: Sendable {
     struct Routing: Sendable, Equatable {
-        var state: APIState.Topics
+        var state: BridgeAPITopics
         var replies: ReplyTopicRule
         /// Whether this bridge answers shared requests (`B/bridge/request/<verb>`): alone, or as the coordinator.
         var answersShared: Bool

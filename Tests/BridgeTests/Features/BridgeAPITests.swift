@@ -68,6 +68,41 @@ import Testing
         let online = DeviceListing.json(testConfig(devices: [device]), states: ["lamp": .online], adapter: { _ in "hci1" })
         #expect(online[0]?["state"] == .string("online"))
     }
+
+    /// The listing read from the read model says what the API's own copy used to: the same link rule, the placement
+    /// before the configured adapter before the default one, and in a fleet the directory's owner and state.
+    @Test func theReadModelsListingIsTheSameText() throws {
+        let channel = ChannelConfig(name: "led", service: BluetoothUUID("ffe5"), characteristic: BluetoothUUID("ffe9")!,
+                                    codec: try Codec(.hex), mode: .read, writable: true)
+        let lamp = DeviceConfig(name: "lamp", address: BluetoothAddress("C0:FF:EE:00:00:03")!, channels: [channel],
+                                source: DeviceSource(kind: .api, file: "/s/devices.d/lamp.yaml", line: 1))
+        var fan = lamp
+        fan.name = "fan"
+        fan.address = BluetoothAddress("C0:FF:EE:00:00:04")!
+        fan.adapter = "hci2"
+        let config = testConfig(devices: [lamp, fan])
+        var state = BridgeState()
+        state.install(config, generation: 1)
+        #expect(DeviceListing.json(state, fleet: nil, fallbackAdapter: "hci0").serialized ==
+                DeviceListing.json(config, states: [:], adapter: { $0.adapter ?? "hci0" }).serialized)
+        state.setOnline("lamp", false)
+        state.setOnline("fan", true)
+        state.placed([], placement: ["lamp": "hci1"])
+        #expect(state.adaptersReported)
+        let states: [String: DeviceLinkState] = ["lamp": .connecting, "fan": .online]
+        let placement = ["lamp": "hci1"]
+        let adapter = { (device: DeviceConfig) in placement[device.name] ?? device.adapter ?? "hci0" }
+        #expect(DeviceListing.json(state, fleet: nil, fallbackAdapter: "hci0").serialized ==
+                DeviceListing.json(config, states: states, adapter: adapter).serialized)
+        state.setOnline("fan", false)
+        #expect(DeviceListing.json(state, fleet: nil, fallbackAdapter: "hci0")[1]?["state"] == .string("offline"))
+        var fleet = FleetDirectory(id: "b1")
+        fleet.setOwned("fan", true)
+        fleet.availability("lamp", online: true)
+        let listed = DeviceListing.json(state, fleet: fleet, fallbackAdapter: "hci0")
+        #expect(listed.serialized == DeviceListing.json(config, states: ["lamp": .online, "fan": .offline],
+                                                        adapter: adapter, owner: { $0.name == "fan" ? "b1" : nil }).serialized)
+    }
 }
 
 @Suite struct CommandReplyFeatureTests {
