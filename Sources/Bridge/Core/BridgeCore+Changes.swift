@@ -25,10 +25,6 @@ extension BridgeCore: DeviceManaging {
 
     /// Posts the change and waits for its answer; nil when the bridge stops first.
     private nonisolated func change(_ change: ConfigChange) async -> Result<DeviceConfig?, DeviceChangeError>? {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Result<DeviceConfig?, DeviceChangeError>?, Never>) in
-            if case .terminated = sink.yield(.change(change, reply: { continuation.resume(returning: $0) })) {
-                continuation.resume(returning: nil)
-            }
-        }
+        await ask(ifStopped: nil) { reply in .change(change, reply: reply) }
     }
 }

@@ -10,9 +10,7 @@ extension BridgeCore {
     public nonisolated var running: (config: BridgeConfig, generation: UInt64) { published.withLock { $0 } }
 
     public nonisolated func shutdown() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            if case .terminated = sink.yield(.shutdown(done: { continuation.resume() })) { continuation.resume() }
-        }
+        await ask(ifStopped: ()) { done in .shutdown(done: { done(()) }) }
     }
 
     public nonisolated func handle(_ event: BlueZEvent) {
@@ -39,11 +37,7 @@ extension BridgeCore {
 
     /// A reload swapped in a new client: it starts without subscriptions.
     public nonisolated func clientReplaced(_ client: MQTTClient) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            if case .terminated = sink.yield(.clientReplaced(client, done: { continuation.resume() })) {
-                continuation.resume()
-            }
-        }
+        await ask(ifStopped: ()) { done in .clientReplaced(client, done: { done(()) }) }
     }
 
     /// Commands go to their session through the router; everything else to the features.
@@ -59,9 +53,15 @@ extension BridgeCore {
 
     /// A turn of the core's loop, for the watchdog: if this returns, the loop is not stuck.
     public nonisolated func ping() async -> Bool {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            if case .terminated = sink.yield(.ping({ continuation.resume(returning: true) })) {
-                continuation.resume(returning: true)
+        await ask(ifStopped: true) { answer in .ping({ answer(true) }) }
+    }
+
+    /// Posts the input `make` builds around a reply and waits for the reply; `ifStopped` when the inbox is closed.
+    /// Every input with a reply is answered, by the loop or, once it stopped, by its drain (`BridgeCore.loop`).
+    nonisolated func ask<T: Sendable>(ifStopped: T, _ make: (@escaping @Sendable (T) -> Void) -> CoreInput) async -> T {
+        await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
+            if case .terminated = sink.yield(make({ continuation.resume(returning: $0) })) {
+                continuation.resume(returning: ifStopped)
             }
         }
     }

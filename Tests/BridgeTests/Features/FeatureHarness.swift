@@ -39,9 +39,3 @@ func testConfig(base: String = "b", devices: [DeviceConfig] = []) -> BridgeConfi
     config.homeassistant.enabled = false
     return config
 }
-
-/// `RecordingCore` (AdvertFeatureTests) predates `DeviceManaging.state`; the adverts feature reads no state, so an
-/// empty one does. (Here only because that file is outside this change; move it there when it is next touched.)
-extension RecordingCore {
-    var state: BridgeState { BridgeState() }
-}
