@@ -11,17 +11,17 @@ struct AdapterFeature: BridgeFeature {
             case .configApplied(_, let config):
                 let new = BridgeTopics(settings: config.mqtt)
                 if let old = topics, old != new {
-                    context.publish(Self.adaptersTopic(old), "", qos: 1, retain: true)
-                    if let adapters { context.publish(Self.adaptersTopic(new), adapters, qos: 1, retain: true) }
+                    context.publish(AdapterStatus.topic(old), "", qos: 1, retain: true)
+                    if let adapters { context.publish(AdapterStatus.topic(new), adapters, qos: 1, retain: true) }
                 }
                 topics = new
             case .adapters(let statuses, _):
                 let text = AdapterStatus.json(statuses).serialized
                 guard text != adapters else { break }
                 adapters = text
-                if let topics { context.publish(Self.adaptersTopic(topics), text, qos: 1, retain: true) }
+                if let topics { context.publish(AdapterStatus.topic(topics), text, qos: 1, retain: true) }
             case .brokerConnected:
-                if let topics, let adapters { context.publish(Self.adaptersTopic(topics), adapters, qos: 1, retain: true) }
+                if let topics, let adapters { context.publish(AdapterStatus.topic(topics), adapters, qos: 1, retain: true) }
             case .adapterRecovery(let adapter, let step, let ok):
                 guard let topics else { break }
                 context.publish(topics.bridgeEvent, Self.recoveryJSON(adapter: adapter, step: step, ok: ok), qos: 1)
@@ -30,9 +30,6 @@ struct AdapterFeature: BridgeFeature {
             }
         }
     }
-
-    /// `B/bridge/adapters`; `B/bridge/<id>/adapters` in a fleet.
-    static func adaptersTopic(_ topics: BridgeTopics) -> String { topics.bridgeOwn("adapters") }
 
     static func recoveryJSON(adapter: String, step: String, ok: Bool) -> String {
         JSONValue.object([

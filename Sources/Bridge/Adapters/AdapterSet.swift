@@ -204,4 +204,9 @@ public struct AdapterStatus: Sendable, Equatable {
     }
 
     static func json(_ list: [AdapterStatus]) -> JSONValue { .array(list.map(\.json)) }
+
+    /// `B/bridge/adapters`; `B/bridge/<id>/adapters` in a fleet. With the statuses, not with `AdapterFeature`: Home
+    /// Assistant's bridge device names it too, and sits below `Features/`, where that feature goes
+    /// (docs/dev/ARCHITECTURE.md#layers).
+    static func topic(_ topics: BridgeTopics) -> String { topics.bridgeOwn("adapters") }
 }

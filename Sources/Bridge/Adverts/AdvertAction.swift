@@ -50,31 +50,9 @@ extension AdvertAction {
     }
 }
 
-/// One thing a broadcaster reports, as Home Assistant is told about it.
-public enum AdvertEntity: Sendable, Equatable {
-    /// A reading on `B/D/<name>`; `unit` as the decoder gives it.
-    case measurement(name: String, unit: String?, kind: Kind)
-    /// Actions on `B/D/<name>` of the given types.
-    case event(name: String, types: [String])
-    /// A beacon's `home`/`not_home` on `B/D/presence`.
-    case presence
-
-    public enum Kind: Sendable, Equatable {
-        case number, binary, text
-    }
-
-    /// The topic level under the device.
-    public var name: String {
-        switch self {
-        case .measurement(let name, _, _), .event(let name, _): name
-        case .presence: AdvertPayloads.presence
-        }
-    }
-}
-
 /// How decoded values are written on MQTT (docs/adverts.md).
 enum AdvertPayloads {
-    static let presence = "presence"
+    static let presence = AdvertEntity.presenceLevel
 
     /// The longest text a reading can carry: a BTHome text object's length is one byte.
     static let maxTextBytes = 255

@@ -32,8 +32,6 @@ public struct AdvertFeature: BridgeFeature {
         case sweepEnd(Int)
     }
 
-    static var sweepWindow: Duration { AdvertSweep.window }
-
     public func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         var tracker = AdvertTracker()
         var topics = BridgeTopics(base: "")

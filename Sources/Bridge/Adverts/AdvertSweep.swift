@@ -23,7 +23,7 @@ struct AdvertSweep: Sendable {
     /// How long the retained broadcaster configs are read after a connect: the broker sends them right after the
     /// SUBSCRIBE, so a few seconds is plenty, and subscribing for longer would bring every config this bridge
     /// publishes back into its own inbox (issue 40: with a flood of entities, most of the inbound load).
-    static let window: Duration = .seconds(5)
+    static let window: Duration = HomeAssistantDiscovery.sweepWindow
 
     private(set) var filters: [String] = []
     private(set) var number = 0

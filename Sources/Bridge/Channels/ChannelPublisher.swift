@@ -132,11 +132,20 @@ final class ChannelPublisher: Sendable {
         if let line = text?.flushNow() { send(channel.codec.mapLine(line)) }
     }
 
+    /// The payload an event channel publishes for one action: the name of the `values` entry it matched, else the
+    /// decoded value itself (docs/home-assistant.md). `decoded` may already be the name (the codec maps values) or the raw value.
+    static func eventPayload(for channel: ChannelConfig, decoded: String) -> String {
+        let values = channel.values
+        let eventType = values.contains(where: { $0.key == decoded }) ? decoded
+            : values.first(where: { $0.value == decoded })?.key ?? decoded
+        return JSONValue.object([("event_type", .string(eventType))]).serialized
+    }
+
     private func send(_ payload: String) {
         // An event channel's value is an action (a button press), not a state: published as Home Assistant's event
         // JSON, never retained, and never kept for a republish, which would fire a press that did not happen.
         if isEvent {
-            mqtt.publish(topic, HomeAssistantDiscovery.eventPayload(for: channel, decoded: payload), qos: qos,
+            mqtt.publish(topic, Self.eventPayload(for: channel, decoded: payload), qos: qos,
                          retain: false)
             return
         }

@@ -9,7 +9,7 @@ import MQTT
 /// address no configured broadcaster has is stale, an auto device's too (issue 40: a hundred forged addresses left a
 /// hundred ghost devices in Home Assistant; a real one is announced again when next heard). Device triggers carry no
 /// availability: they go with the entities of their device. The sweep runs for a few seconds after a connect
-/// (`AdvertFeature.sweepWindow`).
+/// (`HomeAssistantDiscovery.sweepWindow`).
 extension HomeAssistantDiscovery {
     /// The components broadcasters' entities use, one filter each: `<prefix>/<component>/+/+/config`.
     var advertConfigFilters: [String] {

@@ -16,7 +16,7 @@ struct BridgeDeviceDiscovery: Sendable, Equatable {
     private var prefix: String { config.homeassistant.discoveryPrefix }
     private var topics: BridgeTopics { BridgeTopics(settings: config.mqtt) }
     var diagnosticsTopic: String { Self.diagnosticsTopic(topics) }
-    var adaptersTopic: String { AdapterFeature.adaptersTopic(topics) }
+    var adaptersTopic: String { AdapterStatus.topic(topics) }
 
     /// Home Assistant's birth topic: `online` there means it needs the configs again.
     var statusTopic: String { prefix + "/status" }

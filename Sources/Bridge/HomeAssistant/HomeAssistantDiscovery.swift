@@ -29,6 +29,12 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
 
     var topics: BridgeTopics { BridgeTopics(base: config.mqtt.baseTopic) }
 
+    /// How long the retained configs are read after a connect, by `HomeAssistantFeature` and by the broadcasters'
+    /// `AdvertSweep` (one window, kept here below both: docs/dev/ARCHITECTURE.md#layers): the broker sends them right
+    /// after the SUBSCRIBE, so a few seconds is plenty, and subscribing for longer would bring every config this bridge
+    /// publishes back into its own inbox (issue 40: with a flood of entities, most of the inbound load).
+    static let sweepWindow: Duration = .seconds(5)
+
     /// Every config for the whole bridge; empty when Home Assistant support is disabled.
     /// `deviceInfo` is keyed by device name.
     public func messages(deviceInfo: [String: DeviceIdentity] = [:]) -> [DiscoveryMessage] {
@@ -97,13 +103,10 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         return DiscoveryObjectID.isValid(object)
     }
 
-    /// The payload an event channel publishes for one action: the name of the `values` entry it matched, else the
-    /// decoded value itself (docs/home-assistant.md). `decoded` may already be the name (the codec maps values) or the raw value.
+    /// The payload an event channel publishes for one action, the `event_type` this discovery's device triggers read.
+    /// The channel builds it on the hot path, which sits below Home Assistant (docs/dev/ARCHITECTURE.md#layers).
     public static func eventPayload(for channel: ChannelConfig, decoded: String) -> String {
-        let values = channel.values
-        let eventType = values.contains(where: { $0.key == decoded }) ? decoded
-            : values.first(where: { $0.value == decoded })?.key ?? decoded
-        return JSONValue.object([("event_type", .string(eventType))]).serialized
+        ChannelPublisher.eventPayload(for: channel, decoded: decoded)
     }
 
     // MARK: - Building blocks

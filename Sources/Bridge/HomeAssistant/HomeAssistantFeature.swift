@@ -7,7 +7,7 @@ import MQTT
 /// connects and when Home Assistant announces itself online (then, a moment later, the current states), clears the
 /// configs of channels and devices that left the config, keeps device blocks' model/manufacturer current once GATT
 /// Device Information was read, and clears retained configs this bridge left behind in an earlier run, read in a
-/// sweep of `AdvertFeature.sweepWindow` after each connect (kept subscribed, every config the bridge publishes would
+/// sweep of `HomeAssistantDiscovery.sweepWindow` after each connect (kept subscribed, every config the bridge publishes would
 /// come back into its own inbox). Publishes nothing when disabled.
 struct HomeAssistantFeature: BridgeFeature {
     let version: String
@@ -47,7 +47,7 @@ struct HomeAssistantFeature: BridgeFeature {
             sweepFilter = discovery.configFilter
             context.subscribe(discovery.configFilter)
             sweepNumber += 1
-            return [(.now + AdvertFeature.sweepWindow, .sweepEnd(sweepNumber))]
+            return [(.now + HomeAssistantDiscovery.sweepWindow, .sweepEnd(sweepNumber))]
         }
 
         /// Publishes every config (`changedOnly`: those whose payload differs from the last one published); true
