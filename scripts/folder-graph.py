@@ -4,9 +4,8 @@ targets (docs/dev/ARCHITECTURE.md#layers).
 
     scripts/folder-graph.py                  edges (with the names that cause them) and strongly connected components
     scripts/folder-graph.py --dot            the same graph as Graphviz text
-    scripts/folder-graph.py --check          exits 1 when the graph has a cycle
-    scripts/folder-graph.py --baseline FILE  exits 1 when a name is used up or across LAYERS and FILE does not list it
-    scripts/folder-graph.py --write-baseline FILE   writes today's wrong-way references to FILE
+    scripts/folder-graph.py --check          exits 1 on a cycle, a name used up or across LAYERS, or a folder
+                                             LAYERS does not place
 
 A token scan, not a compiler: comments and string literals are dropped (interpolations kept), and every identifier is
 matched against the top-level types, functions and globals the folders declare (an `extension` of one is a use). A
@@ -184,13 +183,13 @@ def layer_of(folder: str):
 
 
 def goes_up(a: str, b: str) -> bool:
-    """Whether `a` using `b` goes up or across LAYERS (a folder not in them yet is only reported by --baseline)."""
+    """Whether `a` using `b` goes up or across LAYERS (a folder not in them is reported by --check)."""
     la, lb = layer_of(a), layer_of(b)
     return la is not None and lb is not None and la <= lb
 
 
 def wrong_way(edges) -> list[str]:
-    """'From -> To: Name' for each name used up or across the layers: the baseline's lines."""
+    """'From -> To: Name' for each name used up or across the layers: what --check reports."""
     return [f"{a} -> {b}: {name}" for (a, b), names in sorted(edges.items()) if goes_up(a, b) for name in sorted(names)]
 
 
@@ -201,9 +200,8 @@ def format_names(names: collections.Counter) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dot", action="store_true", help="print Graphviz text")
-    parser.add_argument("--check", action="store_true", help="exit 1 when the graph has a cycle")
-    parser.add_argument("--baseline", metavar="FILE", help="exit 1 on a wrong-way reference FILE does not list")
-    parser.add_argument("--write-baseline", metavar="FILE", help="write today's wrong-way references to FILE")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 on a cycle, a wrong-way reference or a folder without a layer")
     parser.add_argument("--files", action="store_true", help="name the files behind each reference")
     parser.add_argument("--root", type=pathlib.Path, default=ROOT, help=argparse.SUPPRESS)   # the tests' own trees
     args = parser.parse_args()
@@ -222,33 +220,6 @@ def main() -> int:
         print("}")
         return 0
 
-    if args.write_baseline:
-        lines = wrong_way(edges)
-        pathlib.Path(args.write_baseline).write_text(
-            "# Wrong-way references of Sources/Bridge allowed today (scripts/folder-graph.py --baseline): each goes\n"
-            "# down-to-up or sideways in its LAYERS. Only deletions are welcome; docs/dev/ARCHITECTURE.md#layers says\n"
-            "# where each one goes.\n" + "".join(line + "\n" for line in lines))
-        print(f"{len(lines)} wrong-way references written to {args.write_baseline}")
-        return 0
-
-    if args.baseline:
-        unplaced = sorted(set(folders) - {f for layer in LAYERS for f in layer})
-        allowed = {line.strip() for line in pathlib.Path(args.baseline).read_text().splitlines()
-                   if line.strip() and not line.startswith("#")}
-        now = wrong_way(edges)
-        new = [line for line in now if line not in allowed]
-        gone = sorted(allowed - set(now))
-        for folder in unplaced:
-            print(f"folder-graph: Sources/Bridge/{folder} has no layer: add it to LAYERS in scripts/folder-graph.py")
-        for line in new:
-            a, b, name = re.match(r"(\S+) -> (\S+): (\S+)", line).groups()
-            files = ", ".join(sorted(where[a, b, name]))
-            print(f"folder-graph: new wrong-way reference {line} (in {a}/{{{files}}}): "
-                  f"{a} sits below {b} (docs/dev/ARCHITECTURE.md#layers)")
-        for line in gone:
-            print(f"folder-graph: {line} is gone: delete its line from {args.baseline}")
-        return 1 if new or unplaced else 0
-
     print(f"{len(edges)} edges between {len(folders)} folders of Sources/Bridge (from -> to, references: names)")
     for (a, b), names in sorted(edges.items()):
         mark = "  wrong way" if goes_up(a, b) else ""
@@ -259,10 +230,24 @@ def main() -> int:
     print("strongly connected components:")
     for part in sccs:
         print(f"  {len(part)}: {' '.join(part)}")
-    if args.check and cycles:
+    if not args.check:
+        return 0
+    failed = False
+    if cycles:
         print(f"folder-graph: {len(cycles)} cycle(s); the largest joins {len(cycles[0])} folders", file=sys.stderr)
-        return 1
-    return 0
+        failed = True
+    for line in wrong_way(edges):
+        a, b, name = re.match(r"(\S+) -> (\S+): (\S+)", line).groups()
+        files = ", ".join(sorted(where[a, b, name]))
+        print(f"folder-graph: wrong-way reference {line} (in {a}/{{{files}}}): {a} sits below {b} "
+              f"(docs/dev/ARCHITECTURE.md#layers)", file=sys.stderr)
+        failed = True
+    if args.root == ROOT:
+        for folder in sorted(set(folders) - {f for layer in LAYERS for f in layer}):
+            print(f"folder-graph: Sources/Bridge/{folder} has no layer: add it to LAYERS in scripts/folder-graph.py",
+                  file=sys.stderr)
+            failed = True
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -54,3 +54,10 @@ public final class MQTTLink: BrokerLink, Sendable {
         client.unsubscribe(filter)
     }
 }
+
+/// The real broker status the features read (`BrokerStatus`).
+extension MQTTLink: BrokerStatus {
+    var connectionState: MQTTConnectionState { client.connectionState }
+    var offlineBufferCount: Int { client.offlineBufferCount }
+    var droppedWhileOffline: Int { client.droppedWhileOffline }
+}

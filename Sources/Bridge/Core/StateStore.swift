@@ -44,3 +44,11 @@ final class StateStore: Sendable {
         for watcher in watchers.withLock({ Array($0.all.values) }) { watcher.finish() }
     }
 }
+
+extension BridgeState {
+    /// For the STATUS= line: devices online, devices, and in a fleet how many this bridge owns.
+    var counts: BridgeCore.Snapshot {
+        BridgeCore.Snapshot(devicesOnline: devices.count { $0.online }, devices: devices.count,
+                            owned: isFleet ? devices.count { $0.owned } : nil)
+    }
+}

@@ -1,11 +1,6 @@
 import Codecs
 import Config
 
-/// A device's link as the bridge API and the read model say it (docs/bridge-api.md, `B/bridge/devices`).
-public enum DeviceLinkState: String, Sendable {
-    case online, offline, connecting
-}
-
 /// The `B/bridge/devices` array (docs/bridge-api.md), one element per configured device in config order.
 enum DeviceListing {
     /// `owner`, in a fleet only (docs/fleet.md): the bridge that owns the device, nil for none; each element then gains

@@ -10,9 +10,3 @@ protocol BrokerStatus: Sendable {
     /// Messages the offline buffer dropped, since start.
     var droppedWhileOffline: Int { get }
 }
-
-extension MQTTLink: BrokerStatus {
-    var connectionState: MQTTConnectionState { client.connectionState }
-    var offlineBufferCount: Int { client.offlineBufferCount }
-    var droppedWhileOffline: Int { client.droppedWhileOffline }
-}

@@ -43,12 +43,6 @@ public struct BridgeState: Sendable {
 
     public func device(named name: String) -> Device? { devices.first { $0.config.name == name } }
 
-    /// For the STATUS= line: devices online, devices, and in a fleet how many this bridge owns.
-    var counts: BridgeCore.Snapshot {
-        BridgeCore.Snapshot(devicesOnline: devices.count { $0.online }, devices: devices.count,
-                            owned: isFleet ? devices.count { $0.owned } : nil)
-    }
-
     /// A new config: devices that stay keep what is known of them (a changed device starts afresh).
     mutating func install(_ config: BridgeConfig, generation: UInt64) {
         let known = Dictionary(devices.map { ($0.config.name, $0) }, uniquingKeysWith: { a, _ in a })
