@@ -2,7 +2,7 @@ import DequeModule
 
 /// Message ids of QoS ≥ 1 messages given to libmosquitto and not yet acknowledged (its `on_publish`), so that the
 /// offline bound can cover libmosquitto's own queue, which keeps such messages across reconnects and is otherwise
-/// unbounded. A leaf lock guards it: `on_publish` runs inside libmosquitto calls made under other locks.
+/// unbounded. Under the leaf lock of `LinkTally`: `on_publish` runs inside libmosquitto calls made under other locks.
 ///
 /// `on_publish` can run before `publish` has returned the id to us (a fast PUBACK read by the network thread, or a
 /// QoS 0 packet written inside `mosquitto_publish`), so an early acknowledgement is kept until its id is handed over.

@@ -1,7 +1,8 @@
 internal import CMosquitto
 import Glibc
 
-/// The one owner of a `struct mosquitto *`, shared between the network thread and publishers (`@unchecked Sendable`).
+/// A `struct mosquitto *` and the lock around it, owned by the client's `LinkCore` and used by the network thread and
+/// publishers alike (`@unchecked Sendable`).
 ///
 /// The handle is deliberately *not* in libmosquitto's "threaded" mode. In that mode every publish only queues the
 /// packet and writes a byte to an internal socketpair to wake the network thread, which then writes it: one extra

@@ -1,0 +1,15 @@
+/// What libmosquitto's `on_publish` and the message callback update, under one leaf lock (`MQTTClient.tally`).
+///
+/// A leaf because those callbacks run inside libmosquitto calls, on whichever thread made the call (a QoS 0 packet
+/// written at once reports inside the publisher's `mosquitto_publish`), with the I/O lock and often the session
+/// lock held: nothing else is taken while this is held. One lock, not one per part: an acknowledgement updates
+/// the ledger and the delivery tracker together, and each value published takes it twice (its hand-over and its
+/// `on_publish`), where three locks cost it four takes.
+struct LinkTally: Sendable {
+    /// QoS ≥ 1 messages libmosquitto holds unacknowledged, and unwritten QoS 0 bytes.
+    var ledger = InFlightLedger()
+    /// Shutdown's final messages until each is sent.
+    var deliveries = DeliveryTracker()
+    /// Drop totals per reason, for `MQTTDropReport.total`.
+    var drops: [MQTTDropReport.Reason: Int] = [:]
+}
