@@ -76,32 +76,31 @@ extension MQTTClient {
     /// What the next poll waits for; on the serving thread.
     func linkInterest() -> MQTTPollInterest {
         let now = MonotonicClock.nanoseconds
-        let state = link.turn
         let idle = MQTTPollInterest(fd: -1, events: 0, deadline: now + 1_000_000_000)
-        if state.finished { return idle }
+        if link.turn.finished { return idle }
         if wake.isPending { return MQTTPollInterest(fd: -1, events: 0, deadline: now) }
-        if state.connecting { return idle }
+        if link.turn.connecting { return idle }
         let stopping = stopRequested.load(ordering: .acquiring)
-        if stopping, state.stopDeadline == nil { return MQTTPollInterest(fd: -1, events: 0, deadline: now) }
-        guard state.socketOpen else {
-            return MQTTPollInterest(fd: -1, events: 0, deadline: min(state.nextAttempt, idle.deadline))
+        if stopping, link.turn.stopDeadline == nil { return MQTTPollInterest(fd: -1, events: 0, deadline: now) }
+        guard link.turn.socketOpen else {
+            return MQTTPollInterest(fd: -1, events: 0, deadline: min(link.turn.nextAttempt, idle.deadline))
         }
         let (socket, wantsWrite) = handle.pollState
         guard socket >= 0 else { return MQTTPollInterest(fd: -1, events: 0, deadline: now) }
-        if state.gatherUntil != 0, !stopping {
+        if link.turn.gatherUntil != 0, !stopping {
             // Hosted, traffic flowing: input gathers until `gatherUntil` and is read on the first turn the host makes
             // after it (at 1 kHz the next notification's), or `gathering` later at the latest, instead of a turn of
             // its own per PUBACK. Output is still written as soon as the socket takes it.
-            return MQTTPollInterest(fd: socket, events: wantsWrite ? Int16(POLLOUT) : 0, deadline: state.gatherUntil,
-                                    wakeBy: state.gatherUntil + Self.gathering)
+            return MQTTPollInterest(fd: socket, events: wantsWrite ? Int16(POLLOUT) : 0, deadline: link.turn.gatherUntil,
+                                    wakeBy: link.turn.gatherUntil + Self.gathering)
         }
         // Always read, even with the consumer behind: a flood beyond the inbox bound is dropped and counted as it
         // arrives (`InboxGauge`), and the acknowledgements and PINGRESP behind it still reach us.
         var events = Int16(POLLIN)
         if wantsWrite { events |= Int16(POLLOUT) }
-        let connack = state.connackDeadline == 0 ? Int64.max : state.connackDeadline
+        let connack = link.turn.connackDeadline == 0 ? Int64.max : link.turn.connackDeadline
         return MQTTPollInterest(fd: socket, events: events,
-                                deadline: min(state.stopDeadline ?? .max, idle.deadline, connack))
+                                deadline: min(link.turn.stopDeadline ?? .max, idle.deadline, connack))
     }
 
     /// One turn after a poll; false once the link has ended for good (after shutdown).

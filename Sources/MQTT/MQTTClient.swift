@@ -37,8 +37,9 @@ public final class MQTTClient: Sendable {
     let messageSink: AsyncStream<MQTTInbound>.Continuation
     let dropSink: AsyncStream<MQTTDropReport>.Continuation
 
-    /// The libmosquitto handle (`link`'s), used under its I/O lock from any thread.
-    var handle: MosquittoHandle { link.handle }
+    /// `link.handle`, held here as well: every publish reaches it, and through `link` that cost a retain and a
+    /// release per value (`make profile-decoded`).
+    let handle: MosquittoHandle
 
     /// Every message received on a subscribed filter, in arrival order. Meant for one consumer. At most
     /// `inboxLimit` bytes wait for it: beyond, received messages are dropped and reported (`.inboxFull`).
@@ -55,8 +56,8 @@ public final class MQTTClient: Sendable {
     public init(configuration: MQTTConfiguration, logger: Logger = Logger(label: "gattbridge.mqtt")) throws(MQTTError) {
         self.configuration = configuration
         self.logger = logger
-        link = LinkCore(handle: try MosquittoHandle(configuration: configuration),
-                        ackLimit: Self.ackTimeout(keepalive: configuration.keepalive))
+        handle = try MosquittoHandle(configuration: configuration)
+        link = LinkCore(handle: handle, ackLimit: Self.ackTimeout(keepalive: configuration.keepalive))
         session = Mutex(SessionState(bufferLimit: configuration.offlineBufferLimit,
                                      byteLimit: configuration.offlineBufferBytes))
         let (stream, sink) = AsyncStream.makeStream(of: MQTTInbound.self)

@@ -228,11 +228,27 @@ private let quietLogger: Logger = {
         await reader.shutdown()
     }
 
-    @Test func shutdownWithTheBrokerDownReturnsWithinTheTimeout() async throws {
+    /// A started client whose broker has gone, once it has noticed.
+    private func orphaned(_ id: String) async throws -> MQTTClient {
         let broker = try TestBroker()
-        let client = try await started(configuration(broker, "down"))
+        let client = try await started(configuration(broker, id))
         broker.stop()
         #expect(await eventually { !client.isConnected })
+        return client
+    }
+
+    /// A QoS 0 final message with the broker gone is dropped at once and counted; shutdown does not wait for it.
+    @Test func aFinalQoS0MessageWhileOfflineDoesNotHoldShutdown() async throws {
+        let client = try await orphaned("down0")
+        let start = ContinuousClock.now
+        await client.shutdown(finalMessages: [MQTTMessage(topic: "x/state", string: "offline", qos: .atMostOnce)],
+                              timeout: .seconds(60))
+        #expect(ContinuousClock.now - start < .seconds(30), "a dropped final message is not waited for")
+        #expect(client.droppedQoS0WhileOffline == 1)
+    }
+
+    @Test func shutdownWithTheBrokerDownReturnsWithinTheTimeout() async throws {
+        let client = try await orphaned("down")
         let start = ContinuousClock.now
         await client.shutdown(finalMessages: [MQTTMessage(topic: "x/state", string: "offline")], timeout: .seconds(1))
         #expect(ContinuousClock.now - start < .seconds(10), "shutdown must not wait for an acknowledgement that cannot come")
