@@ -3,8 +3,9 @@
 /// A leaf because those callbacks run inside libmosquitto calls, on whichever thread made the call (a QoS 0 packet
 /// written at once reports inside the publisher's `mosquitto_publish`), with the I/O lock and often the session
 /// lock held: nothing else is taken while this is held. One lock, not one per part: an acknowledgement updates
-/// the ledger and the delivery tracker together, and a QoS 0 value takes it three times (the byte bound's check,
-/// its `on_publish`, its hand-over), where the ledger and the tracker under locks of their own cost it four takes.
+/// the ledger and the delivery tracker together. A QoS 0 value written at once takes it once (the byte bound's
+/// check): its own `on_publish` inside the publish call is told to its caller under the I/O lock instead
+/// (`MosquittoHandle.acknowledgedDuringPublish`); it was four takes of two locks.
 struct LinkTally: Sendable {
     /// QoS ≥ 1 messages libmosquitto holds unacknowledged, and unwritten QoS 0 bytes.
     var ledger = InFlightLedger()

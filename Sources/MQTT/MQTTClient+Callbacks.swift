@@ -98,6 +98,8 @@ extension MQTTClient {
     }
 
     private func publishCallback(_ mid: Int32) {
+        // The message of the publish call this runs inside: its caller settles it (`settle`), with no lock taken here.
+        if handle.acknowledgedDuringPublish(mid) { return }
         let completed = tally.withLock { tally in
             tally.ledger.acknowledged(mid: mid)
             return tally.deliveries.acknowledged(mid: mid)

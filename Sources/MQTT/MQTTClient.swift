@@ -13,7 +13,8 @@ import Synchronization
 /// Which thread owns what, and why each lock is there (the rule: one owner per C handle, docs/dev/ARCHITECTURE.md):
 /// - `link` (`LinkCore`) owns the libmosquitto handle and the state only the network thread touches (turns, the
 ///   callbacks' link events), checked per access in debug builds. The handle's I/O lock is the one lock around
-///   libmosquitto itself: publishers on any thread write their packets under it, so a value needs no thread switch.
+///   libmosquitto itself: publishers on any thread write their packets under it, so a value needs no thread switch,
+///   and a publish call learns under it whether its message was written at once.
 /// - `session`: what publishers, `subscribe` and the network thread decide on together (phase, buffer, deferred
 ///   messages, subscriptions, the last topic checked), so that a message is either handed over or buffered and
 ///   buffered ones go first. Taken before the I/O lock, never inside it.
@@ -347,7 +348,7 @@ public final class MQTTClient: Sendable {
     /// others are already waiting, so they stay last.
     func handOver(_ outgoing: OutgoingMessage, state: inout SessionState, mayDefer: Bool = true) -> MQTTPublishOutcome {
         var mid: Int32 = 0
-        let attempt: (rc: Int32, wantsWrite: Bool)?
+        let attempt: PublishResult?
         if !mayDefer || (state.deferred.isEmpty && outgoing.tracked) {
             attempt = handle.publish(outgoing.message, mid: &mid)
         } else if state.deferred.isEmpty {
@@ -368,12 +369,17 @@ public final class MQTTClient: Sendable {
     }
 
     /// After libmosquitto took (or refused) a message: the write left waiting, the refusal counted, or the message
-    /// entered in the in-flight ledger (and the shutdown tracker for a tracked one).
-    func settle(_ result: (rc: Int32, wantsWrite: Bool), mid: Int32, qos: MQTTQoS, footprint: Int, tracked: Bool,
+    /// entered in the in-flight ledger (and the shutdown tracker for a tracked one) unless it was written at once.
+    func settle(_ result: PublishResult, mid: Int32, qos: MQTTQoS, footprint: Int, tracked: Bool,
                 state: inout SessionState) -> MQTTPublishOutcome {
         // A write that did not complete (socket buffer full) or a packet queued while the network thread is inside a
         // callback waits for the network thread, which only polls for POLLOUT when told.
         if result.wantsWrite { wake.signal() }
+        if result.writtenAtOnce {
+            // Written and reported inside the call (QoS 0, most values): libmosquitto holds nothing of it any more.
+            if tracked, tally.withLock({ $0.deliveries.deliveredAtOnce() }) { finalMessagesDelivered.open() }
+            return .handedOver
+        }
         let rc = result.rc
         guard rc == MOSQ_SUCCESS || (qos > .atMostOnce && queuedDespiteError.contains(rc)) else {
             if rc == MOSQ_NO_CONN { reportDrop(.notConnected, count: 1) }
