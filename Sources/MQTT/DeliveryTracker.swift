@@ -27,6 +27,10 @@ struct DeliveryTracker: Sendable {
         return false
     }
 
+    /// A tracked message was written and reported inside its publish call (QoS 0, `PublishResult.writtenAtOnce`);
+    /// true when that completed everything.
+    mutating func deliveredAtOnce() -> Bool { complete() }
+
     /// A tracked message will never be sent (dropped or evicted); true when that completed everything.
     mutating func abandoned() -> Bool { complete() }
 

@@ -2,10 +2,12 @@ import DequeModule
 
 /// Message ids of QoS ≥ 1 messages given to libmosquitto and not yet acknowledged (its `on_publish`), so that the
 /// offline bound can cover libmosquitto's own queue, which keeps such messages across reconnects and is otherwise
-/// unbounded. A leaf lock guards it: `on_publish` runs inside libmosquitto calls made under other locks.
+/// unbounded. Under the leaf lock of `LinkTally`: `on_publish` runs inside libmosquitto calls made under other locks.
 ///
 /// `on_publish` can run before `publish` has returned the id to us (a fast PUBACK read by the network thread, or a
-/// QoS 0 packet written inside `mosquitto_publish`), so an early acknowledgement is kept until its id is handed over.
+/// queued QoS 0 packet the network thread writes meanwhile), so an early acknowledgement is kept until its id is
+/// handed over. A QoS 0 packet written inside its own `mosquitto_publish` never comes here
+/// (`MosquittoHandle.acknowledgedDuringPublish`).
 ///
 /// Bytes are counted too, QoS 0 packets not yet written included: libmosquitto queues those without bound when the
 /// socket is slower than the publishers, so they count against the byte bound until written.
@@ -16,9 +18,8 @@ struct InFlightLedger: Sendable {
     private var pending = Deque<(mid: Int32, size: Int)>()
     /// QoS 0 ids handed over before their write completed: their `on_publish` is not an acknowledgement.
     private var unwrittenQoS0: [Int32: Int] = [:]
-    /// Acknowledgements that came before their id was handed over: every QoS 0 value written at once (its
-    /// `on_publish` runs inside `mosquitto_publish`), so one at a time, taken again right after. A short array, not a
-    /// set: an insert and a removal by hashing were ~350 instructions of each QoS 0 value (issue 45).
+    /// Acknowledgements that came before their id was handed over, taken again right after: few at a time. A short
+    /// array, not a set: an insert and a removal by hashing were ~350 instructions of each QoS 0 value (issue 45).
     private var early: [Int32] = []
     /// Bytes of `pending` and `unwrittenQoS0`.
     private(set) var bytes = 0

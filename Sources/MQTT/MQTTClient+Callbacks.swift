@@ -2,9 +2,11 @@ internal import CMosquitto
 import Glibc
 import Logging
 
-/// libmosquitto callbacks. They run on the network thread inside `mosquitto_loop`, with libmosquitto's callback
-/// mutex held, so they only copy data out and record events: no lock of ours that is held around a libmosquitto call
-/// is taken here (that would invite lock-order deadlocks with publishers).
+/// libmosquitto callbacks. They run inside libmosquitto's calls, with its callback mutex and our I/O lock held, so
+/// they only copy data out and record events: no lock of ours that is held around a libmosquitto call is taken
+/// here (that would invite lock-order deadlocks with publishers), only the leaf `tally`. The connect, disconnect,
+/// message and subscribe callbacks run on the network thread (only it reads, writes and disconnects); `on_publish`
+/// also on a publisher's thread, for a QoS 0 packet written inside its `mosquitto_publish`.
 extension MQTTClient {
     static func client(_ userdata: UnsafeMutableRawPointer?) -> MQTTClient? {
         userdata.map { Unmanaged<MQTTClient>.fromOpaque($0).takeUnretainedValue() }
@@ -41,28 +43,19 @@ extension MQTTClient {
     }
 
     private func connectCallback(_ rc: Int32) {
-        if rc == 0 {
-            linkEvents.withLock { $0.append(.sessionStarted) }
-        } else {
-            let text = configuration.protocolVersion == .v5
-                ? String(cString: mosquitto_reason_string(rc)) : String(cString: mosquitto_connack_string(rc))
-            linkEvents.withLock { $0.append(.refused(code: rc, description: text)) }
-        }
+        link.events.append(rc == 0 ? .sessionStarted : .refused(code: rc))
     }
 
     private func disconnectCallback(_ rc: Int32, errno error: Int32) {
-        let text = rc == Int32(MOSQ_ERR_ERRNO.rawValue) ? String(cString: strerror(error))
-            : rc == 0 ? "disconnected by client" : mosquittoDescription(rc)
-        linkEvents.withLock { $0.append(.lost(code: rc, description: text)) }
+        link.events.append(.lost(rc == 0 ? .closedByClient : .error(code: rc, errno: error)))
     }
 
     /// Copies the message out. `retain` is the PUBLISH packet's retain flag as libmosquitto parsed it: set when the
     /// broker sends a retained message on subscribe, clear on live forwarding. A message over the maximum packet
     /// size (only possible on MQTT 3.1.1, where the broker cannot be told the limit) is dropped uncopied.
     private func messageCallback(_ message: mosquitto_message, properties: OpaquePointer?) {
-        networkThread.assertOnOwner("MQTT message callback")
+        link.owner.assertOnOwner("MQTT message callback")
         guard Int(message.payloadlen) <= configuration.maximumPacketSize else {
-            oversizeDropped.add(1, ordering: .relaxed)
             logger.warning("MQTT message over the maximum packet size dropped", metadata: [
                 "topic": "\(message.topic.map { String(cString: $0).prefix(128) } ?? "")",
                 "bytes": "\(message.payloadlen)", "limit": "\(configuration.maximumPacketSize)"])
@@ -105,8 +98,13 @@ extension MQTTClient {
     }
 
     private func publishCallback(_ mid: Int32) {
-        inFlight.withLock { $0.acknowledged(mid: mid) }
-        if deliveries.withLock({ $0.acknowledged(mid: mid) }) { finalMessagesDelivered.open() }
+        // The message of the publish call this runs inside: its caller settles it (`settle`), with no lock taken here.
+        if handle.acknowledgedDuringPublish(mid) { return }
+        let completed = tally.withLock { tally in
+            tally.ledger.acknowledged(mid: mid)
+            return tally.deliveries.acknowledged(mid: mid)
+        }
+        if completed { finalMessagesDelivered.open() }
     }
 
     private func subscribeCallback(_ grantedQoS: [Int32]) {

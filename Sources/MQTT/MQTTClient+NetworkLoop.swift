@@ -15,12 +15,11 @@ import Logging
 /// rules; for the daemon, `LoopKernel`'s).
 extension MQTTClient {
     func startServing(on host: (any MQTTLoopHost)?) {
-        turns.nextAttempt = MonotonicClock.nanoseconds
+        link.prepare(hosted: host != nil, firstAttempt: MonotonicClock.nanoseconds)
         guard let host else { return startNetworkThread() }
-        turns.hosted = true
         wake.redirect(to: host)
         host.attach(interest: { [self] in
-            networkThread.claim()
+            link.owner.claim()
             return linkInterest()
         }, serve: { [self] revents in linkTurn(revents: revents) })
         host.wake()
@@ -51,7 +50,7 @@ extension MQTTClient {
 
     /// The client's own thread: poll the socket and the wake pipe, one turn after each poll.
     private func runNetworkThread() {
-        networkThread.claim()
+        link.owner.claim()
         while true {
             let interest = linkInterest()
             let before = MonotonicClock.nanoseconds
@@ -66,7 +65,7 @@ extension MQTTClient {
             // packets/s nothing changes, and idle stays asleep in poll. Publishers never wait for this: they write
             // directly. (A host polls for the broker's socket with its own descriptors, so it needs none of this.)
             let waited = MonotonicClock.nanoseconds - before
-            if turns.socketOpen, !stopRequested.load(ordering: .relaxed), waited < Self.coalescing {
+            if link.turn.socketOpen, !stopRequested.load(ordering: .relaxed), waited < Self.coalescing {
                 var pause = timespec(tv_sec: 0, tv_nsec: Int(Self.coalescing - waited))
                 var rest = timespec()
                 while nanosleep(&pause, &rest) != 0, errno == EINTR { pause = rest }
@@ -77,46 +76,44 @@ extension MQTTClient {
     /// What the next poll waits for; on the serving thread.
     func linkInterest() -> MQTTPollInterest {
         let now = MonotonicClock.nanoseconds
-        let state = turns
         let idle = MQTTPollInterest(fd: -1, events: 0, deadline: now + 1_000_000_000)
-        if state.finished { return idle }
+        if link.turn.finished { return idle }
         if wake.isPending { return MQTTPollInterest(fd: -1, events: 0, deadline: now) }
-        if state.connecting { return idle }
+        if link.turn.connecting { return idle }
         let stopping = stopRequested.load(ordering: .acquiring)
-        if stopping, state.stopDeadline == nil { return MQTTPollInterest(fd: -1, events: 0, deadline: now) }
-        guard state.socketOpen else {
-            return MQTTPollInterest(fd: -1, events: 0, deadline: min(state.nextAttempt, idle.deadline))
+        if stopping, link.turn.stopDeadline == nil { return MQTTPollInterest(fd: -1, events: 0, deadline: now) }
+        guard link.turn.socketOpen else {
+            return MQTTPollInterest(fd: -1, events: 0, deadline: min(link.turn.nextAttempt, idle.deadline))
         }
         let (socket, wantsWrite) = handle.pollState
         guard socket >= 0 else { return MQTTPollInterest(fd: -1, events: 0, deadline: now) }
-        if state.gatherUntil != 0, !stopping {
+        if link.turn.gatherUntil != 0, !stopping {
             // Hosted, traffic flowing: input gathers until `gatherUntil` and is read on the first turn the host makes
             // after it (at 1 kHz the next notification's), or `gathering` later at the latest, instead of a turn of
             // its own per PUBACK. Output is still written as soon as the socket takes it.
-            return MQTTPollInterest(fd: socket, events: wantsWrite ? Int16(POLLOUT) : 0, deadline: state.gatherUntil,
-                                    wakeBy: state.gatherUntil + Self.gathering)
+            return MQTTPollInterest(fd: socket, events: wantsWrite ? Int16(POLLOUT) : 0, deadline: link.turn.gatherUntil,
+                                    wakeBy: link.turn.gatherUntil + Self.gathering)
         }
         // Always read, even with the consumer behind: a flood beyond the inbox bound is dropped and counted as it
         // arrives (`InboxGauge`), and the acknowledgements and PINGRESP behind it still reach us.
         var events = Int16(POLLIN)
         if wantsWrite { events |= Int16(POLLOUT) }
-        let connack = state.connackDeadline == 0 ? Int64.max : state.connackDeadline
+        let connack = link.turn.connackDeadline == 0 ? Int64.max : link.turn.connackDeadline
         return MQTTPollInterest(fd: socket, events: events,
-                                deadline: min(state.stopDeadline ?? .max, idle.deadline, connack))
+                                deadline: min(link.turn.stopDeadline ?? .max, idle.deadline, connack))
     }
 
     /// One turn after a poll; false once the link has ended for good (after shutdown).
     func linkTurn(revents: Int16) -> Bool {
-        networkThread.assertOnOwner("MQTT network turn")
-        let state = turns
-        guard !state.finished else { return false }
+        link.owner.assertOnOwner("MQTT network turn")
+        guard !link.turn.finished else { return false }
         wake.acknowledge()
-        if state.connecting {
-            guard let outcome = state.connectOutcome.withLock({ $0.take() }) else {
+        if link.turn.connecting {
+            guard let outcome = link.connectOutcome.withLock({ $0.take() }) else {
                 // A connect call of more than 60 s (DNS) is a stall: beats stop meanwhile, so `loopIsAlive` says so.
                 return stopRequested.load(ordering: .acquiring) ? keepWaitingForConnect() : true
             }
-            state.connecting = false
+            link.turn.connecting = false
             liveness.leaveConnectCall()
             connected(outcome)
         }
@@ -124,59 +121,61 @@ extension MQTTClient {
         let now = MonotonicClock.nanoseconds
         if stopRequested.load(ordering: .acquiring) {
             // Send the DISCONNECT and let it reach the socket, briefly.
-            if state.stopDeadline == nil {
+            if link.turn.stopDeadline == nil {
                 handOverWaiting()
-                if state.socketOpen { _ = handle.disconnect() }
-                state.stopDeadline = now + 1_000_000_000
+                if link.turn.socketOpen { _ = handle.disconnect() }
+                link.turn.stopDeadline = now + 1_000_000_000
             }
-            guard state.socketOpen, handle.socket >= 0, now < state.stopDeadline! else { return finish() }
-            if service(revents: revents).rc != MOSQ_SUCCESS { state.socketOpen = false }
+            guard link.turn.socketOpen, handle.socket >= 0, now < link.turn.stopDeadline! else { return finish() }
+            if service(revents: revents).rc != MOSQ_SUCCESS { link.turn.socketOpen = false }
             _ = processLinkEvents()
             return true
         }
-        if !state.socketOpen {
-            guard now >= state.nextAttempt else { return true }
+        if !link.turn.socketOpen {
+            guard now >= link.turn.nextAttempt else { return true }
             let keepalive = Int(min(max(configuration.keepalive.inMilliseconds / 1000, 5), 65_535))
             liveness.enterConnectCall()
-            if state.hosted {
-                state.connecting = true
+            if link.turn.hosted {
+                link.turn.connecting = true
                 let started = spawn(name: "connect") { [self] in
-                    let outcome = handle.connect(host: configuration.host, port: configuration.port, keepalive: keepalive)
-                    turns.connectOutcome.withLock { $0 = outcome }
+                    let result = handle.connect(host: configuration.host, port: configuration.port, keepalive: keepalive)
+                    link.connectOutcome.withLock { $0 = ConnectOutcome(rc: result.rc, errno: result.errno) }
                     wake.signal()
                 }
                 if !started {
-                    state.connecting = false
+                    link.turn.connecting = false
                     liveness.leaveConnectCall()
-                    connected((Int32(MOSQ_ERR_ERRNO.rawValue), EAGAIN))
+                    connected(.failed(.error(code: Int32(MOSQ_ERR_ERRNO.rawValue), errno: EAGAIN)))
                 }
             } else {
-                let outcome = handle.connect(host: configuration.host, port: configuration.port, keepalive: keepalive)
+                let result = handle.connect(host: configuration.host, port: configuration.port, keepalive: keepalive)
                 liveness.leaveConnectCall()
-                connected(outcome)
+                connected(ConnectOutcome(rc: result.rc, errno: result.errno))
             }
             return true
         }
         let (rc, socket) = service(revents: revents)
+        // The failure's errno, before the calls below overwrite it.
+        let failure = LinkFailure.error(code: rc, errno: rc == MOSQ_SUCCESS ? 0 : errno)
         handOverWaiting()
-        if processLinkEvents() { state.failures = 0 }
-        if rc == MOSQ_SUCCESS, socket >= 0, now >= state.nextAckCheck { watchAcknowledgements(socket: socket, now: now) }
-        if rc == MOSQ_SUCCESS, socket >= 0, state.connackDeadline != 0, now >= state.connackDeadline {
+        if processLinkEvents() { link.turn.failures = 0 }
+        if rc == MOSQ_SUCCESS, socket >= 0, now >= link.turn.nextAckCheck { watchAcknowledgements(socket: socket, now: now) }
+        if rc == MOSQ_SUCCESS, socket >= 0, link.turn.connackDeadline != 0, now >= link.turn.connackDeadline {
             // Cut as a network fault would be: the next turn reads the end of the stream and backs off.
             logger.warning("MQTT broker did not answer CONNECT within \(Self.connackTimeout(configuration) / 1_000_000_000) s; reconnecting")
-            state.connackDeadline = 0
+            link.turn.connackDeadline = 0
             _ = Glibc.shutdown(socket, Int32(SHUT_RDWR))
         }
         if rc != MOSQ_SUCCESS || socket < 0 {
             // Not every failure goes through on_disconnect (a failed TLS handshake does not).
-            state.socketOpen = false
-            state.connackDeadline = 0
-            state.gatherUntil = 0
+            link.turn.socketOpen = false
+            link.turn.connackDeadline = 0
+            link.turn.gatherUntil = 0
             session.withLock { $0.ready = false }
-            state.failures += 1
-            state.nextAttempt = MonotonicClock.nanoseconds + backoff(failures: state.failures)
+            link.turn.failures += 1
+            link.turn.nextAttempt = MonotonicClock.nanoseconds + backoff(failures: link.turn.failures)
             if states.current == .connected || states.current == .connecting {
-                noteDisconnected(code: rc, description: mosquittoDescription(rc))
+                noteDisconnected(failure)
             }
         }
         return true
@@ -186,12 +185,11 @@ extension MQTTClient {
     /// (`AckWatch`) gets the link cut, as a network fault would. The next turn reads the end of the stream and takes
     /// the usual way back: reconnect with backoff, and libmosquitto sends the unacknowledged messages again.
     private func watchAcknowledgements(socket: Int32, now: Int64) {
-        let state = turns
-        state.nextAckCheck = now + 1_000_000_000
-        let (waiting, acknowledgements) = inFlight.withLock { ($0.count, $0.acknowledgements) }
+        link.turn.nextAckCheck = now + 1_000_000_000
+        let (waiting, acknowledgements) = tally.withLock { ($0.ledger.count, $0.ledger.acknowledgements) }
         guard session.withLock({ $0.ready }),
-              state.ackWatch.observe(waiting: waiting, acknowledgements: acknowledgements, now: now) else { return }
-        logger.warning("MQTT broker acknowledged none of \(waiting) message(s) for \(state.ackWatch.limit / 1_000_000_000) s; reconnecting")
+              link.turn.ackWatch.observe(waiting: waiting, acknowledgements: acknowledgements, now: now) else { return }
+        logger.warning("MQTT broker acknowledged none of \(waiting) message(s) for \(link.turn.ackWatch.limit / 1_000_000_000) s; reconnecting")
         _ = Glibc.shutdown(socket, Int32(SHUT_RDWR))
     }
 
@@ -199,29 +197,27 @@ extension MQTTClient {
     /// (the helper finishes its call on a client nobody serves any more; the handle closes the socket when freed).
     private func keepWaitingForConnect() -> Bool {
         let now = MonotonicClock.nanoseconds
-        let deadline = turns.abandonConnectAt ?? now + 1_000_000_000
-        turns.abandonConnectAt = deadline
+        let deadline = link.turn.abandonConnectAt ?? now + 1_000_000_000
+        link.turn.abandonConnectAt = deadline
         return now < deadline ? true : finish()
     }
 
     /// The result of a connect call.
-    private func connected(_ outcome: (rc: Int32, errno: Int32)) {
-        let state = turns
-        if outcome.rc == MOSQ_SUCCESS {
-            state.socketOpen = true
-            state.connackDeadline = MonotonicClock.nanoseconds + Self.connackTimeout(configuration)
-            return
+    private func connected(_ outcome: ConnectOutcome) {
+        switch outcome {
+        case .opened:
+            link.turn.socketOpen = true
+            link.turn.connackDeadline = MonotonicClock.nanoseconds + Self.connackTimeout(configuration)
+        case .failed(let failure):
+            link.turn.failures += 1
+            link.turn.nextAttempt = MonotonicClock.nanoseconds + backoff(failures: link.turn.failures)
+            noteDisconnected(failure)
         }
-        state.failures += 1
-        state.nextAttempt = MonotonicClock.nanoseconds + backoff(failures: state.failures)
-        let text = outcome.rc == Int32(MOSQ_ERR_ERRNO.rawValue) ? String(cString: strerror(outcome.errno))
-            : mosquittoDescription(outcome.rc)
-        noteDisconnected(code: outcome.rc, description: text)
     }
 
     private func finish() -> Bool {
         _ = processLinkEvents()
-        turns.finished = true
+        link.turn.finished = true
         liveness.stopped()
         threadEnded.open()
         return false
@@ -231,19 +227,18 @@ extension MQTTClient {
     /// socket as the last call left it (−1 once closed). Each libmosquitto call reports the socket under its own take
     /// of the I/O lock, rather than a take more to ask for it.
     private func service(revents: Int16) -> (rc: Int32, socket: Int32) {
-        networkThread.assertOnOwner("MQTT socket service")
-        let state = turns
+        link.owner.assertOnOwner("MQTT socket service")
         var reading = revents & Int16(POLLIN | POLLERR | POLLHUP | POLLNVAL) != 0
         // The client's own thread reads on while more is there (up to a batch), or a flood of small publishes would be
         // taken at one packet per wake-up: libmosquitto reads one packet per call when nothing of ours waits for an
         // acknowledgement. A host's turn reads once: its next poll returns at once while input is left, and asking
         // first was one more system call per PUBACK; but after a gathering it reads the batch that came meanwhile.
         // (TLS records already decrypted are drained within the read call, so nothing waits unseen behind a poll.)
-        var batched = !state.hosted
+        var batched = !link.turn.hosted
         let now = MonotonicClock.nanoseconds
-        let gathered = state.gatherUntil != 0 && now >= state.gatherUntil
+        let gathered = link.turn.gatherUntil != 0 && now >= link.turn.gatherUntil
         if gathered {
-            state.gatherUntil = 0
+            link.turn.gatherUntil = 0
             batched = true
             reading = reading || Self.readable(handle.socket)
         }
@@ -256,11 +251,11 @@ extension MQTTClient {
                 socket = result.socket
                 batch += 1
             } while batched && batch < Self.readBatch && Self.readable(socket)
-            if state.hosted {
+            if link.turn.hosted {
                 // Input again within `gathering` of the last (or during a gathering): traffic flows, let the next
                 // gather. Below 200 reads a second every packet is read as it comes, as before.
-                if gathered || now - state.lastRead < Self.gathering { state.gatherUntil = now + Self.gathering }
-                state.lastRead = now
+                if gathered || now - link.turn.lastRead < Self.gathering { link.turn.gatherUntil = now + Self.gathering }
+                link.turn.lastRead = now
             }
         }
         if revents & Int16(POLLOUT) != 0, configuration.tls != nil {
@@ -309,32 +304,24 @@ extension MQTTClient {
     /// The offline buffer is flushed here rather than in the connect callback: libmosquitto calls on_connect before
     /// it resends its own unacknowledged messages, so publishing from the callback would overtake them.
     private func processLinkEvents() -> Bool {
-        networkThread.assertOnOwner("MQTT link event processing")
-        let events = linkEvents.withLock { events in
-            defer { events = [] }
-            return events
-        }
+        let events = link.takeEvents()
         var started = false
-        var refusal: (code: Int32, description: String)?
+        var refusal: Int32?
         for event in events {
             switch event {
             case .sessionStarted:
                 started = true
-                turns.connackDeadline = 0
-                turns.ackWatch.reset()
+                link.turn.connackDeadline = 0
+                link.turn.ackWatch.reset()
                 restoreSession()
-            case .refused(let code, let description):
-                turns.connackDeadline = 0
-                refusal = (code, description)
-            case .lost(let code, let description):
-                turns.ackWatch.reset()
+            case .refused(let code):
+                link.turn.connackDeadline = 0
+                refusal = code
+            case .lost(let failure):
+                link.turn.ackWatch.reset()
                 session.withLock { $0.ready = false }
-                inFlight.withLock { $0.linkLost() }
-                if let refusal {
-                    noteDisconnected(code: refusal.code, description: "connection refused: \(refusal.description)")
-                } else {
-                    noteDisconnected(code: code, description: description)
-                }
+                tally.withLock { $0.ledger.linkLost() }
+                noteDisconnected(refusal.map { .refused(code: $0, v5: configuration.protocolVersion == .v5) } ?? failure)
                 refusal = nil
             }
         }
@@ -358,13 +345,14 @@ extension MQTTClient {
         if states.update(.connected) { messageSink.yield(.connected) }
     }
 
-    private func noteDisconnected(code: Int32, description: String) {
-        guard states.update(.disconnected(reasonCode: code, description: description)) else { return }
+    private func noteDisconnected(_ failure: LinkFailure) {
+        let description = failure.description
+        guard states.update(.disconnected(reasonCode: failure.code, description: description)) else { return }
         messageSink.yield(.disconnected)
         if stopRequested.load(ordering: .relaxed) {
             logger.info("MQTT disconnected for shutdown")
         } else {
-            logger.warning("MQTT disconnected", metadata: ["reason": "\(description)", "code": "\(code)"])
+            logger.warning("MQTT disconnected", metadata: ["reason": "\(description)", "code": "\(failure.code)"])
         }
     }
 }

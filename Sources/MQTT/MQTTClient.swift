@@ -9,35 +9,38 @@ import Synchronization
 ///
 /// The broker's socket is served by an `MQTTLoopHost` (the daemon's D-Bus loop) or by a thread of the client's own
 /// (see `MQTTClient+NetworkLoop`); "the network thread" below is whichever of the two serves it.
+///
+/// Which thread owns what, and why each lock is there (the rule: one owner per C handle, docs/dev/ARCHITECTURE.md):
+/// - `link` (`LinkCore`) owns the libmosquitto handle and the state only the network thread touches (turns, the
+///   callbacks' link events), checked per access in debug builds. The handle's I/O lock is the one lock around
+///   libmosquitto itself: publishers on any thread write their packets under it, so a value needs no thread switch,
+///   and a publish call learns under it whether its message was written at once.
+/// - `session`: what publishers, `subscribe` and the network thread decide on together (phase, buffer, deferred
+///   messages, subscriptions, the last topic checked), so that a message is either handed over or buffered and
+///   buffered ones go first. Taken before the I/O lock, never inside it.
+/// - `tally`: the in-flight ledger, shutdown's delivery tracker and the drop totals, which libmosquitto's callbacks
+///   update from inside its calls on whichever thread made them; a leaf, taken inside the other two.
+/// - `stopRequested`: shutdown's word to the loop, read on every turn without a lock.
+/// - `link.connectOutcome`: the hosted connect helper thread's result.
+/// The rest keep their own small state (`StateBroadcast`, `Latch`, `LoopLiveness`, `WakeSignal`, `InboxGauge`).
 public final class MQTTClient: Sendable {
     let configuration: MQTTConfiguration
     let logger: Logger
-    let handle: MosquittoHandle
+    let link: LinkCore
     let session: Mutex<SessionState>
-    /// Written by libmosquitto callbacks (network thread), read by the loop after each `mosquitto_loop`. A leaf lock.
-    let linkEvents = Mutex<[LinkEvent]>([])
-    let deliveries = Mutex(DeliveryTracker())
-    /// QoS ≥ 1 messages libmosquitto holds unacknowledged; a leaf lock (taken inside `on_publish`).
-    let inFlight = Mutex(InFlightLedger())
-    /// Drop totals per reason, for `MQTTDropReport.total`; a leaf lock.
-    let dropTotals = Mutex<[MQTTDropReport.Reason: Int]>([:])
-    /// The thread serving the link (own or host), which alone may run `linkTurn` and the other loop-only functions.
-    let networkThread = ThreadOwner()
-    let turns: LinkTurnState
+    let tally = Mutex(LinkTally())
     let finalMessagesDelivered = Latch()
     let threadEnded = Latch()
     let states = StateBroadcast()
     let liveness = LoopLiveness()
     let wake: WakeSignal
     let stopRequested = Atomic<Bool>(false)
-    /// Written in the message callback, where the session lock must not be taken.
-    let oversizeDropped = Atomic<Int>(0)
-    /// The last topic `publish` found valid. A channel publishes to one topic, value after value, and comparing the
-    /// same string is one compare of its storage, where libmosquitto's check walks and decodes it (then does so again
-    /// inside `mosquitto_publish`). A leaf lock.
-    let checkedTopic = Mutex<String?>(nil)
     let messageSink: AsyncStream<MQTTInbound>.Continuation
     let dropSink: AsyncStream<MQTTDropReport>.Continuation
+
+    /// `link.handle`, held here as well: every publish reaches it, and through `link` that cost a retain and a
+    /// release per value (`make profile-decoded`).
+    let handle: MosquittoHandle
 
     /// Every message received on a subscribed filter, in arrival order. Meant for one consumer. At most
     /// `inboxLimit` bytes wait for it: beyond, received messages are dropped and reported (`.inboxFull`).
@@ -55,7 +58,7 @@ public final class MQTTClient: Sendable {
         self.configuration = configuration
         self.logger = logger
         handle = try MosquittoHandle(configuration: configuration)
-        turns = LinkTurnState(ackLimit: Self.ackTimeout(keepalive: configuration.keepalive))
+        link = LinkCore(handle: handle, ackLimit: Self.ackTimeout(keepalive: configuration.keepalive))
         session = Mutex(SessionState(bufferLimit: configuration.offlineBufferLimit,
                                      byteLimit: configuration.offlineBufferBytes))
         let (stream, sink) = AsyncStream.makeStream(of: MQTTInbound.self)
@@ -92,17 +95,20 @@ public final class MQTTClient: Sendable {
     /// QoS ≥ 1 messages evicted by the offline bound since the client was created.
     public var droppedWhileOffline: Int { session.withLock { $0.buffer.evicted } }
 
-    public var droppedQoS0WhileOffline: Int { session.withLock { $0.droppedQoS0 } }
+    public var droppedQoS0WhileOffline: Int { dropTotal(.notConnected) }
 
     /// Received messages over `maximumPacketSize`, dropped without being copied (MQTT 3.1.1 only).
-    public var droppedOversizeReceived: Int { oversizeDropped.load(ordering: .relaxed) }
+    public var droppedOversizeReceived: Int { dropTotal(.oversizeReceived) }
+
+    /// Messages lost for `reason` since the client was created (`MQTTDropReport.total`).
+    func dropTotal(_ reason: MQTTDropReport.Reason) -> Int { tally.withLock { $0.drops[reason] ?? 0 } }
 
     /// Messages waiting in our buffer for the broker (not yet given to libmosquitto).
     public var offlineBufferCount: Int { session.withLock { $0.buffer.count } }
 
     /// QoS ≥ 1 messages given to libmosquitto and not yet acknowledged: sent and awaiting PUBACK, or queued in
     /// libmosquitto for the next connect. They count against the offline bound together with `offlineBufferCount`.
-    public var unacknowledgedCount: Int { inFlight.withLock { $0.count } }
+    public var unacknowledgedCount: Int { tally.withLock { $0.ledger.count } }
 
     /// Subscribes now if connected, and again after every reconnect with the same options. `retainHandling` is an
     /// MQTT 5 subscription option; on 3.1.1 the broker always sends retained messages (check `MQTTMessage.retain`).
@@ -173,9 +179,9 @@ public final class MQTTClient: Sendable {
     /// The way out without a message: libmosquitto takes `payload` at once, or nil when the message has to wait
     /// (not connected, older ones waiting, the I/O lock taken by the network thread) or its topic is not yet checked.
     private func publishDirectly(topic: String, _ payload: UnsafeRawBufferPointer, qos: MQTTQoS, retain: Bool) -> MQTTPublishOutcome? {
-        guard checkedTopic.withLock({ $0 == topic }) else { return nil }
-        return session.withLock { state -> MQTTPublishOutcome? in
-            guard route(qos: qos, state) == .handOver, state.deferred.isEmpty else { return nil }
+        session.withLock { state -> MQTTPublishOutcome? in
+            guard state.checkedTopic == topic, route(qos: qos, state) == .handOver, state.deferred.isEmpty
+            else { return nil }
             var mid: Int32 = 0
             guard let result = handle.tryPublish(topic: topic, bytes: payload, qos: qos, retain: retain, mid: &mid)
             else { return nil }
@@ -204,14 +210,15 @@ public final class MQTTClient: Sendable {
     }
 
     func publish(_ outgoing: OutgoingMessage) -> MQTTPublishOutcome {
-        let topic = outgoing.message.topic
-        guard checkedTopic.withLock({ $0 == topic }) || isValidTopic(topic) else {
-            return dropped(outgoing, .invalidTopic(topic))
-        }
-        if let data = outgoing.message.correlationData, data.count > Int(UInt16.max) {
-            return dropped(outgoing, .correlationDataTooLong)
-        }
         let (outcome, evicted) = session.withLock { state -> (MQTTPublishOutcome, [OutgoingMessage]) in
+            let topic = outgoing.message.topic
+            if state.checkedTopic != topic {
+                guard Self.isValidTopic(topic) else { return (.dropped(.invalidTopic(topic)), []) }
+                state.checkedTopic = topic
+            }
+            if let data = outgoing.message.correlationData, data.count > Int(UInt16.max) {
+                return (.dropped(.correlationDataTooLong), [])
+            }
             switch route(qos: outgoing.message.qos, state) {
             case .stopped:
                 return (.dropped(.clientShutDown), [])
@@ -220,7 +227,6 @@ public final class MQTTClient: Sendable {
             case .overByteBound:
                 return (.dropped(.overByteBound), [])
             case .notConnected:
-                state.droppedQoS0 += 1
                 return (.dropped(.notConnected), [])
             case .buffer:
                 let held = heldBeside(state)
@@ -229,11 +235,15 @@ public final class MQTTClient: Sendable {
                 return (full ? .dropped(.offlineBufferFull) : .buffered, evicted)
             }
         }
-        switch outcome {
-        case .dropped(.notConnected): reportDrop(.notConnected, count: 1)
-        case .dropped(.overByteBound): reportDrop(.bufferFull, count: 1)
-        case .dropped where outgoing.tracked: abandonTracked()
-        default: break
+        if case .dropped(let cause) = outcome {
+            switch cause {
+            case .invalidTopic, .correlationDataTooLong:
+                logger.error("MQTT message dropped", metadata: ["reason": "\(cause)"])
+            case .notConnected: reportDrop(.notConnected, count: 1)
+            case .overByteBound: reportDrop(.bufferFull, count: 1)
+            case .clientShutDown, .offlineBufferFull, .refused: break
+            }
+            if outgoing.tracked { abandonTracked() }
         }
         if !evicted.isEmpty {
             reportDrop(.bufferFull, count: evicted.count)
@@ -253,7 +263,7 @@ public final class MQTTClient: Sendable {
 
     /// What libmosquitto holds plus what waits for the network thread, against which the buffer's bound is kept.
     func heldBeside(_ state: SessionState) -> Held {
-        let ledger = inFlight.withLock { $0.held }
+        let ledger = tally.withLock { $0.ledger.held }
         return Held(count: ledger.count, bytes: ledger.bytes + state.deferred.bytes)
     }
 
@@ -274,9 +284,9 @@ public final class MQTTClient: Sendable {
     /// Counts and reports messages lost for good.
     func reportDrop(_ reason: MQTTDropReport.Reason, count: Int) {
         guard count > 0 else { return }
-        let total = dropTotals.withLock { totals in
-            totals[reason, default: 0] += count
-            return totals[reason]!
+        let total = tally.withLock { tally in
+            tally.drops[reason, default: 0] += count
+            return tally.drops[reason]!
         }
         dropSink.yield(MQTTDropReport(reason: reason, count: count, total: total))
     }
@@ -322,6 +332,13 @@ public final class MQTTClient: Sendable {
         return evicted
     }
 
+    /// libmosquitto's check, and no NUL inside (C would cut the topic short there); the caller remembers a topic
+    /// that passes (`SessionState.checkedTopic`). Through `withCString`: the implicit String-to-pointer conversion
+    /// copies the topic into a new array each time.
+    private static func isValidTopic(_ topic: String) -> Bool {
+        topic.withCString { strlen($0) == topic.utf8.count && mosquitto_pub_topic_check($0) == MOSQ_SUCCESS }
+    }
+
     /// Gives one message to libmosquitto, which writes it from this thread; call with the session lock held so
     /// ordering with the buffer holds. For QoS ≥ 1 a lost connection or a failed write still leaves the message in
     /// libmosquitto's queue, to be sent after the next connect, so it is not buffered again: that would duplicate it.
@@ -329,18 +346,9 @@ public final class MQTTClient: Sendable {
     /// When the network thread holds the I/O lock (reading PUBACKs), the message is deferred to it rather than
     /// waited for (`mayDefer`; the network thread itself passes false). Shutdown's tracked messages defer too when
     /// others are already waiting, so they stay last.
-    /// libmosquitto's check, and no NUL inside (C would cut the topic short there); remembered when it passes.
-    /// Through `withCString`: the implicit String-to-pointer conversion copies the topic into a new array each time.
-    private func isValidTopic(_ topic: String) -> Bool {
-        guard topic.withCString({ strlen($0) == topic.utf8.count && mosquitto_pub_topic_check($0) == MOSQ_SUCCESS })
-        else { return false }
-        checkedTopic.withLock { $0 = topic }
-        return true
-    }
-
     func handOver(_ outgoing: OutgoingMessage, state: inout SessionState, mayDefer: Bool = true) -> MQTTPublishOutcome {
         var mid: Int32 = 0
-        let attempt: (rc: Int32, wantsWrite: Bool)?
+        let attempt: PublishResult?
         if !mayDefer || (state.deferred.isEmpty && outgoing.tracked) {
             attempt = handle.publish(outgoing.message, mid: &mid)
         } else if state.deferred.isEmpty {
@@ -361,29 +369,34 @@ public final class MQTTClient: Sendable {
     }
 
     /// After libmosquitto took (or refused) a message: the write left waiting, the refusal counted, or the message
-    /// entered in the in-flight ledger (and the shutdown tracker for a tracked one).
-    func settle(_ result: (rc: Int32, wantsWrite: Bool), mid: Int32, qos: MQTTQoS, footprint: Int, tracked: Bool,
+    /// entered in the in-flight ledger (and the shutdown tracker for a tracked one) unless it was written at once.
+    func settle(_ result: PublishResult, mid: Int32, qos: MQTTQoS, footprint: Int, tracked: Bool,
                 state: inout SessionState) -> MQTTPublishOutcome {
         // A write that did not complete (socket buffer full) or a packet queued while the network thread is inside a
         // callback waits for the network thread, which only polls for POLLOUT when told.
         if result.wantsWrite { wake.signal() }
+        if result.writtenAtOnce {
+            // Written and reported inside the call (QoS 0, most values): libmosquitto holds nothing of it any more.
+            if tracked, tally.withLock({ $0.deliveries.deliveredAtOnce() }) { finalMessagesDelivered.open() }
+            return .handedOver
+        }
         let rc = result.rc
         guard rc == MOSQ_SUCCESS || (qos > .atMostOnce && queuedDespiteError.contains(rc)) else {
-            if rc == MOSQ_NO_CONN {
-                state.droppedQoS0 += 1
-                reportDrop(.notConnected, count: 1)
-            }
+            if rc == MOSQ_NO_CONN { reportDrop(.notConnected, count: 1) }
             return .dropped(.refused(code: rc))
         }
-        inFlight.withLock { $0.handedOver(mid: mid, qos: qos, bytes: footprint) }
-        if tracked, deliveries.withLock({ $0.handedOver(mid: mid) }) { finalMessagesDelivered.open() }
+        let completed = tally.withLock { tally in
+            tally.ledger.handedOver(mid: mid, qos: qos, bytes: footprint)
+            return tracked && tally.deliveries.handedOver(mid: mid)
+        }
+        if completed { finalMessagesDelivered.open() }
         return .handedOver
     }
 
     /// Hands over what publishers deferred, then, when connected, buffered messages while libmosquitto's
     /// unacknowledged count is below the bound; on the network thread.
     func handOverWaiting() {
-        networkThread.assertOnOwner("MQTT hand-over of waiting messages")
+        link.owner.assertOnOwner("MQTT hand-over of waiting messages")
         session.withLock { state in
             if !state.deferred.isEmpty {
                 for outgoing in state.deferred.takeAll() { _ = handOver(outgoing, state: &state, mayDefer: false) }
@@ -396,7 +409,7 @@ public final class MQTTClient: Sendable {
     /// Hands buffered messages over in order while the bound allows; call with the session lock held.
     func flushBuffer(_ state: inout SessionState) {
         let gate = inFlightGate
-        while !state.buffer.isEmpty, inFlight.withLock({ $0.count }) < gate, !overByteBound(state),
+        while !state.buffer.isEmpty, tally.withLock({ $0.ledger.count }) < gate, !overByteBound(state),
               let next = state.buffer.popFirst() {
             _ = handOver(next, state: &state, mayDefer: false)
         }
@@ -409,7 +422,7 @@ public final class MQTTClient: Sendable {
     }
 
     private func abandonTracked() {
-        if deliveries.withLock({ $0.abandoned() }) { finalMessagesDelivered.open() }
+        if tally.withLock({ $0.deliveries.abandoned() }) { finalMessagesDelivered.open() }
     }
 
     /// True when the network thread completed a loop iteration within the last 5 s (it iterates at least once a
@@ -434,12 +447,12 @@ public final class MQTTClient: Sendable {
         let deadline = ContinuousClock.now + timeout
         let wasRunning = session.withLock { $0.phase == .running }
         if wasRunning, !finalMessages.isEmpty {
-            deliveries.withLock { $0.startTracking() }
+            tally.withLock { $0.deliveries.startTracking() }
             for message in finalMessages {
-                deliveries.withLock { $0.expect() }
+                tally.withLock { $0.deliveries.expect() }
                 _ = publish(OutgoingMessage(message: message, tracked: true))
             }
-            if deliveries.withLock({ $0.outstanding == 0 }) { finalMessagesDelivered.open() }
+            if tally.withLock({ $0.deliveries.outstanding == 0 }) { finalMessagesDelivered.open() }
             if await !finalMessagesDelivered.wait(timeout: deadline - .now) {
                 logger.warning("MQTT final messages not confirmed before the shutdown timeout")
             }
@@ -460,7 +473,7 @@ public final class MQTTClient: Sendable {
                 logger.warning("MQTT network thread did not end before the shutdown timeout")
             }
         }
-        let lost = bufferedLost + inFlight.withLock { $0.count }
+        let lost = bufferedLost + tally.withLock { $0.ledger.count }
         if lost > 0 {
             logger.warning("MQTT messages not delivered before shutdown", metadata: ["count": "\(lost)"])
             reportDrop(.shutdown, count: lost)
@@ -470,11 +483,4 @@ public final class MQTTClient: Sendable {
         dropSink.finish()
         return lost
     }
-}
-
-/// What a libmosquitto callback observed, for the network loop to act on outside the callback.
-enum LinkEvent: Sendable, Equatable {
-    case sessionStarted
-    case refused(code: Int32, description: String)
-    case lost(code: Int32, description: String)
 }

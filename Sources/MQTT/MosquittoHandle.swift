@@ -1,7 +1,8 @@
 internal import CMosquitto
 import Glibc
 
-/// The one owner of a `struct mosquitto *`, shared between the network thread and publishers (`@unchecked Sendable`).
+/// A `struct mosquitto *` and the lock around it, owned by the client's `LinkCore` and used by the network thread and
+/// publishers alike (`@unchecked Sendable`).
 ///
 /// The handle is deliberately *not* in libmosquitto's "threaded" mode. In that mode every publish only queues the
 /// packet and writes a byte to an internal socketpair to wake the network thread, which then writes it: one extra
@@ -19,6 +20,12 @@ final class MosquittoHandle: @unchecked Sendable {
     let maximumPacketSize: UInt32
     /// Serialises libmosquitto calls that may write, read or close the socket. Held only for non-blocking work.
     let io = IOLock()
+
+    // Under `io`, while `publishLocked` runs: where libmosquitto writes the new message's id (it does before it
+    // sends), and whether that message's own `on_publish` came inside the call. Without the dynamic exclusivity
+    // check: the lock serialises every access, and the check was a runtime call per value.
+    @exclusivity(unchecked) private var publishingMid: UnsafeMutablePointer<Int32>?
+    @exclusivity(unchecked) private var writtenAtOnce = false
 
     /// QoS ≥ 1 messages libmosquitto sends before waiting for acknowledgements.
     static let sendMaximum = 100
@@ -141,24 +148,24 @@ final class MosquittoHandle: @unchecked Sendable {
     }
 
     /// Publishes (the packet is written from this thread when it can be); also says whether output is left waiting.
-    func publish(_ message: MQTTMessage, mid: inout Int32) -> (rc: Int32, wantsWrite: Bool) {
+    func publish(_ message: MQTTMessage, mid: inout Int32) -> PublishResult {
         io.withLock { publishLocked(message, mid: &mid) }
     }
 
     /// `publish`, or nil at once when another thread holds the I/O lock (the network thread reading PUBACKs).
-    func tryPublish(_ message: MQTTMessage, mid: inout Int32) -> (rc: Int32, wantsWrite: Bool)? {
+    func tryPublish(_ message: MQTTMessage, mid: inout Int32) -> PublishResult? {
         io.withLockIfAvailable { publishLocked(message, mid: &mid) }
     }
 
     /// `tryPublish` for a value given as topic and payload bytes, without MQTT 5 properties (the text of
     /// `MQTTClient.publish(topic:text:qos:retain:)` or the bytes lent to `publish(topic:utf8:qos:retain:)`).
-    func tryPublish(topic: String, bytes: UnsafeRawBufferPointer, qos: MQTTQoS, retain: Bool, mid: inout Int32) -> (rc: Int32, wantsWrite: Bool)? {
+    func tryPublish(topic: String, bytes: UnsafeRawBufferPointer, qos: MQTTQoS, retain: Bool, mid: inout Int32) -> PublishResult? {
         io.withLockIfAvailable {
             publishLocked(topic: topic, bytes, qos: qos, retain: retain, properties: nil, mid: &mid)
         }
     }
 
-    private func publishLocked(_ message: MQTTMessage, mid: inout Int32) -> (rc: Int32, wantsWrite: Bool) {
+    private func publishLocked(_ message: MQTTMessage, mid: inout Int32) -> PublishResult {
         io.assertHeld()
         // MQTT 3.1.1 has no properties (libmosquitto refuses a list there), so request metadata is dropped.
         var properties: OpaquePointer?
@@ -166,15 +173,15 @@ final class MosquittoHandle: @unchecked Sendable {
         if isV5 {
             if let responseTopic = message.responseTopic {
                 let rc = mosquitto_property_add_string(&properties, Int32(MQTT_PROP_RESPONSE_TOPIC.rawValue), responseTopic)
-                if rc != MOSQ_SUCCESS { return (rc, false) }
+                if rc != MOSQ_SUCCESS { return PublishResult(rc: rc, wantsWrite: false) }
             }
             if let data = message.correlationData {
-                guard data.count <= Int(UInt16.max) else { return (Int32(MOSQ_ERR_INVAL.rawValue), false) }
+                guard data.count <= Int(UInt16.max) else { return PublishResult(rc: Int32(MOSQ_ERR_INVAL.rawValue), wantsWrite: false) }
                 let rc = data.withUnsafeBytes { bytes in
                     mosquitto_property_add_binary(&properties, Int32(MQTT_PROP_CORRELATION_DATA.rawValue),
                                                   bytes.baseAddress, UInt16(bytes.count))
                 }
-                if rc != MOSQ_SUCCESS { return (rc, false) }
+                if rc != MOSQ_SUCCESS { return PublishResult(rc: rc, wantsWrite: false) }
             }
         }
         return message.withPayloadBytes { bytes in
@@ -184,13 +191,29 @@ final class MosquittoHandle: @unchecked Sendable {
     }
 
     private func publishLocked(topic: String, _ payload: UnsafeRawBufferPointer, qos: MQTTQoS, retain: Bool,
-                               properties: OpaquePointer?, mid: inout Int32) -> (rc: Int32, wantsWrite: Bool) {
+                               properties: OpaquePointer?, mid: inout Int32) -> PublishResult {
         io.assertHeld()
-        let rc = topic.withCString { topic in      // not the implicit conversion: it copies (`MQTTClient.publish`)
-            mosquitto_publish_v5(pointer, &mid, topic, Int32(payload.count), payload.baseAddress, qos.rawValue, retain,
-                                 properties)
+        return withUnsafeMutablePointer(to: &mid) { mid in
+            publishingMid = mid
+            writtenAtOnce = false
+            defer { publishingMid = nil }
+            let rc = topic.withCString { topic in      // not the implicit conversion: it copies (`MQTTClient.publish`)
+                mosquitto_publish_v5(pointer, mid, topic, Int32(payload.count), payload.baseAddress, qos.rawValue, retain,
+                                     properties)
+            }
+            return PublishResult(rc: rc, wantsWrite: mosquitto_want_write(pointer), writtenAtOnce: writtenAtOnce)
         }
-        return (rc, mosquitto_want_write(pointer))
+    }
+
+    /// From `on_publish` (under the I/O lock, as every libmosquitto call is): true when `mid` is the message of the
+    /// publish call running now, written at once (QoS 0). Nobody has to hear of it then: the caller sees
+    /// `PublishResult.writtenAtOnce`, and the in-flight ledger need not note the message and strike it out again, the
+    /// largest part of a value's bookkeeping.
+    func acknowledgedDuringPublish(_ mid: Int32) -> Bool {
+        io.assertHeld()
+        guard let publishingMid, publishingMid.pointee == mid else { return false }
+        writtenAtOnce = true
+        return true
     }
 
     /// Subscribes with the MQTT 5 retain-handling option; on 3.1.1 the option cannot be sent (libmosquitto
@@ -210,6 +233,15 @@ final class MosquittoHandle: @unchecked Sendable {
     func unsubscribe(_ filter: String) -> Int32 { io.withLock { mosquitto_unsubscribe_v5(pointer, nil, filter, nil) } }
 
     func disconnect() -> Int32 { io.withLock { mosquitto_disconnect_v5(pointer, 0, nil) } }
+}
+
+/// What one `mosquitto_publish` call did.
+struct PublishResult: Sendable {
+    var rc: Int32
+    /// Output is left waiting (the socket took only part of it): the network thread must poll for POLLOUT.
+    var wantsWrite: Bool
+    /// The message was written inside the call and its `on_publish` came there (`acknowledgedDuringPublish`).
+    var writtenAtOnce = false
 }
 
 /// Results of `mosquitto_publish` for QoS ≥ 1 that come *after* the message entered libmosquitto's outgoing queue

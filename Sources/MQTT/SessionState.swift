@@ -12,7 +12,10 @@ struct SessionState: Sendable {
     var buffer: OfflineBuffer
     /// Filters to restore on every connect (the session is clean each time).
     var subscriptions: [String: SubscriptionOptions] = [:]
-    var droppedQoS0 = 0
+    /// The last topic a publish found valid. A channel publishes to one topic, value after value, and comparing the
+    /// same string is one compare of its storage, where libmosquitto's check walks and decodes it (then does so again
+    /// inside `mosquitto_publish`). Here rather than under a lock of its own: every publish takes this lock anyway.
+    var checkedTopic: String?
     /// Published while ready but found the I/O lock taken (the network thread mid-read): handed to libmosquitto by
     /// the network thread as soon as it lets go, before anything newer. Waiting on the lock instead costs both
     /// threads a sleep and a wake-up.

@@ -20,6 +20,16 @@ import Testing
         }
     }
 
+    @Test func linkStateOffTheLinkThreadTraps() async {
+        await #expect(processExitsWith: .failure) {
+            let link = LinkCore(handle: try MosquittoHandle(configuration: MQTTConfiguration(clientID: "confined")),
+                                ackLimit: .seconds(20))
+            let thread = TestThread.detached { link.owner.claim() }
+            thread.join()
+            _ = link.turn.socketOpen
+        }
+    }
+
     @Test func ioLockIsNotRecursive() async {
         await #expect(processExitsWith: .failure) {
             let lock = IOLock()
@@ -35,5 +45,17 @@ import Testing
         let owner = ThreadOwner()
         owner.claim()
         owner.assertOnOwner("state")
+    }
+
+    @Test func linkStateOnTheLinkThreadDoesNotTrap() throws {
+        let link = LinkCore(handle: try MosquittoHandle(configuration: MQTTConfiguration(clientID: "owned")),
+                            ackLimit: .seconds(20))
+        link.prepare(hosted: true, firstAttempt: 7)
+        link.owner.claim()
+        link.events.append(.refused(code: 5))
+        link.events.append(.lost(.closedByClient))
+        #expect(link.turn.hosted && link.turn.nextAttempt == 7)
+        #expect(link.takeEvents() == [.refused(code: 5), .lost(.closedByClient)])
+        #expect(link.takeEvents().isEmpty)
     }
 }

@@ -113,9 +113,9 @@ private let quietLogger: Logger = {
         for _ in 0..<sent { _ = flooder.publish(topic: "flood/x", payload: payload, qos: .atMostOnce) }
         // The broker has taken the whole flood once its echo reached the flooder (queued or, as a flood, dropped).
         #expect(await eventually {
-            flooderSeen.payloads(on: "flood/x").count + flooder.dropTotals.withLock { $0[.inboxFull] ?? 0 } == sent
+            flooderSeen.payloads(on: "flood/x").count + flooder.dropTotal(.inboxFull) == sent
         })
-        let dropped: @Sendable () -> Int = { client.dropTotals.withLock { $0[.inboxFull] ?? 0 } }
+        let dropped: @Sendable () -> Int = { client.dropTotal(.inboxFull) }
         #expect(await eventually { dropped() > 0 })
         for n in 0..<20 { client.publish(topic: "ack/seq", string: "\(n)") }
         #expect(await eventually { seen.payloads(on: "ack/seq").count == 20 && client.unacknowledgedCount == 0 })

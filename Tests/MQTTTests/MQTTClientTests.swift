@@ -228,11 +228,47 @@ private let quietLogger: Logger = {
         await reader.shutdown()
     }
 
-    @Test func shutdownWithTheBrokerDownReturnsWithinTheTimeout() async throws {
+    /// A QoS 0 final message is delivered once written (inside its publish call when the socket takes it at once):
+    /// shutdown does not wait out its timeout for it.
+    @Test func aFinalQoS0MessageIsNotWaitedForOnceWritten() async throws {
         let broker = try TestBroker()
-        let client = try await started(configuration(broker, "down"))
+        let reader = try await started(configuration(broker, "reader0"))
+        let log = MessageLog(reader)
+        reader.subscribe("fin0/state")
+        let client = try await started(configuration(broker, "final0"))
+        // Once the reader has the probe, its subscription stands and the final message will reach it.
+        client.publish(topic: "fin0/state", string: "probe")
+        #expect(await eventually { log.payloads(on: "fin0/state") == ["probe"] })
+        let start = ContinuousClock.now
+        let lost = await client.shutdown(
+            finalMessages: [MQTTMessage(topic: "fin0/state", string: "offline", qos: .atMostOnce)], timeout: .seconds(60))
+        #expect(lost == 0)
+        #expect(ContinuousClock.now - start < .seconds(30), "a written final message is not waited for")
+        #expect(await eventually { log.payloads(on: "fin0/state") == ["probe", "offline"] })
+        await reader.shutdown()
+    }
+
+    /// A started client whose broker has gone, once it has noticed.
+    private func orphaned(_ id: String) async throws -> MQTTClient {
+        let broker = try TestBroker()
+        let client = try await started(configuration(broker, id))
         broker.stop()
         #expect(await eventually { !client.isConnected })
+        return client
+    }
+
+    /// A QoS 0 final message with the broker gone is dropped at once and counted; shutdown does not wait for it.
+    @Test func aFinalQoS0MessageWhileOfflineDoesNotHoldShutdown() async throws {
+        let client = try await orphaned("down0")
+        let start = ContinuousClock.now
+        await client.shutdown(finalMessages: [MQTTMessage(topic: "x/state", string: "offline", qos: .atMostOnce)],
+                              timeout: .seconds(60))
+        #expect(ContinuousClock.now - start < .seconds(30), "a dropped final message is not waited for")
+        #expect(client.droppedQoS0WhileOffline == 1)
+    }
+
+    @Test func shutdownWithTheBrokerDownReturnsWithinTheTimeout() async throws {
+        let client = try await orphaned("down")
         let start = ContinuousClock.now
         await client.shutdown(finalMessages: [MQTTMessage(topic: "x/state", string: "offline")], timeout: .seconds(1))
         #expect(ContinuousClock.now - start < .seconds(10), "shutdown must not wait for an acknowledgement that cannot come")
