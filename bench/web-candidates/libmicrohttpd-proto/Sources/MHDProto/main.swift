@@ -7,6 +7,8 @@ import Glibc
 #endif
 
 let maxBody = 64 * 1024
+// TICK_MS=N: an event every N ms instead of every second (to check that a quiet follower outlives the timeout).
+let tickMs = Int64(getenv("TICK_MS").flatMap { Int(String(cString: $0)) } ?? 1000)
 // EVENT_PAD=N pads each event with N bytes (the stalled-client measurement, to fill socket buffers in seconds).
 let pad = String(repeating: "x", count: getenv("EVENT_PAD").flatMap { Int(String(cString: $0)) } ?? 0)
 
@@ -136,7 +138,7 @@ func nowMs() -> Int64 {
     return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
 }
 
-var nextTick = nowMs() + 1000
+var nextTick = nowMs() + tickMs
 while true {
     // The wait: libmicrohttpd's own timeout (connection timeouts), and the next tick only while someone follows.
     var wait: Int64 = -1
@@ -144,7 +146,7 @@ while true {
     if MHD_get_timeout(daemon, &mhdTimeout) == .YES { wait = Int64(mhdTimeout) }
     let now = nowMs()
     if followers.isEmpty {
-        nextTick = now + 1000
+        nextTick = now + tickMs
     } else {
         let untilTick = max(0, nextTick - now)
         wait = wait < 0 ? untilTick : min(wait, untilTick)
@@ -153,7 +155,7 @@ while true {
     _ = poll(&fds, 1, Int32(clamping: wait))
     if !followers.isEmpty && nowMs() >= nextTick {
         latest += 1
-        nextTick += 1000
+        nextTick += tickMs
         for follower in followers.values where follower.suspended {
             follower.suspended = false
             MHD_resume_connection(follower.connection)
