@@ -19,6 +19,8 @@ public struct BridgeConfig: Sendable, Equatable {
     public var replyPrefix: String?
     /// `adverts:`: passive broadcasts (docs/adverts.md).
     public var adverts = AdvertSettings()
+    /// `web:`: the page served to a browser (docs/web.md).
+    public var web = WebSettings()
 
     public static let defaultStateDir = "/var/lib/gattbridge"
     public static let defaultSecretsDir = "/etc/gattbridge/secrets"

@@ -31,6 +31,7 @@ public enum ConfigSchema {
                     ("items", ["$ref": "#/$defs/device"]),
                 ])),
                 ("adverts", adverts),
+                ("web", web),
                 ("state_dir", string("Where devices added over MQTT are saved (devices.d/<name>.yaml); relative to the config file's directory.", default: "/var/lib/gattbridge")),
                 ("bridge_api", boolean("false: no B/bridge/request/# subscription (the retained bridge/devices and bridge/info stay).", default: true)),
                 ("secrets_dir", string("The only directory a device added over MQTT may name a passkey_file or bindkey_file in; relative to the config file's directory.", default: "/etc/gattbridge/secrets")),
@@ -153,6 +154,24 @@ public enum ConfigSchema {
                                   default: AdvertSettings.defaultAutoLimit),
             "timeout": seconds("Seconds without a broadcast after which a passive device is offline.",
                                default: Int(AdvertSettings.defaultTimeout.components.seconds)),
+        ])
+    }
+
+    private static var web: JSONValue {
+        section("The page served to a browser (docs/web.md).", keys: ConfigValidator.webKeys, [
+            "enabled": boolean("Serve the page.", default: true),
+            "listen": .object([
+                ("description", "HOST:PORT or [IPv6]:PORT; any address but loopback needs password_file."),
+                ("type", "string"),
+                ("default", "127.0.0.1:8780"),
+                ("minLength", 1),
+            ]),
+            "password_file": string("A file whose first line is the page's password; relative to the config file's directory."),
+            "public_url": .object([
+                ("description", "Where people reach the page (http:// or https://); Home Assistant links each device to its page there."),
+                ("type", "string"),
+                ("pattern", "^[Hh][Tt][Tt][Pp][Ss]?://"),
+            ]),
         ])
     }
 

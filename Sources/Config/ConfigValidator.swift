@@ -17,7 +17,7 @@ struct ConfigValidator {
     }
 
     /// The top-level sections (the other top-level keys are `bridgeKeys`).
-    static let sectionKeys = ["mqtt", "bluetooth", "homeassistant", "devices", "adverts"]
+    static let sectionKeys = ["mqtt", "bluetooth", "homeassistant", "devices", "adverts", "web"]
 
     /// The whole document. An empty file is an empty mapping: every section has defaults.
     mutating func validate(_ root: YAMLNode?) -> BridgeConfig {
@@ -31,6 +31,7 @@ struct ConfigValidator {
         if let node = fields["homeassistant"] { config.homeassistant = homeassistant(node) }
         if let node = fields["devices"] { config.devices = devices(node, adapters: config.bluetooth.adapters) }
         if let node = fields["adverts"] { config.adverts = adverts(node) }
+        if let node = fields["web"] { config.web = web(node) }
         bridgeSettings(fields, into: &config)
         return config
     }

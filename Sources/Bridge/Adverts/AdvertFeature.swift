@@ -88,6 +88,7 @@ public struct AdvertFeature: BridgeFeature {
                 case .measurement(let device, let name, let payload):
                     let topic = Self.topic(topics, device, name)
                     context.publish(topic, payload, qos: 1, retain: true)
+                    context.recordReading(device: device.name, name: name, payload: payload)
                     retained[device.name, default: []].insert(topic)
                 case .event(let device, let name, let payload):
                     let topic = Self.topic(topics, device, name)

@@ -88,6 +88,11 @@ extension BridgeCore {
         router.session(device)?.latestValues()
     }
 
+    /// As if the broker had delivered it (`DeviceManaging.submit`): the router's path, commands and requests alike.
+    public nonisolated func submit(_ message: MQTTMessage) {
+        router.route(message)
+    }
+
     /// The state now, then after every change (a slow reader gets only the newest); ends when the bridge stops.
     public nonisolated func stateChanges() -> AsyncStream<BridgeState> { store.changes() }
 }

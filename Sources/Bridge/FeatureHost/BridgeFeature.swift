@@ -21,10 +21,17 @@ public struct FeatureContext: Sendable {
     let host: FeatureHost
 
     public func publish(_ topic: String, _ payload: String, qos: Int = 1, retain: Bool = false) {
+        host.recentLog.record(topic, payload)
         host.link.publish(topic, payload, qos: qos, retain: retain)
     }
 
+    /// A message to a local Response Topic (`LocalReplyTopic`) is an answer to the bridge's own request: handed to
+    /// the one waiting for it, never published.
     public func publish(_ message: MQTTMessage) {
+        if LocalReplyTopic.isLocal(message.topic) {
+            _ = host.localReplies.deliver(message.topic, message.payloadString)
+            return
+        }
         host.link.publish(message)
     }
 

@@ -1,4 +1,5 @@
 import Config
+import MQTT
 import Synchronization
 
 /// A change of the running device list asked for by the bridge API (docs/bridge-api.md).
@@ -37,6 +38,11 @@ public protocol DeviceManaging: AnyObject, Sendable {
     /// Applies the change like a reload (other devices keep running) and returns the device added or removed; nil
     /// when the bridge stops first.
     func updateDevices(_ change: DeviceChange) async -> Result<DeviceConfig, DeviceChangeError>?
+    /// A message handled as if the broker had delivered it: a command to its device's session, anything else to the
+    /// features whose filters match (the web page's actions take the broker's paths, docs/web.md).
+    func submit(_ message: MQTTMessage)
+    /// A running device's last published values, by channel in config order; nil when it has no session.
+    func latestValues(of device: String) -> [(channel: String, payload: String)]?
 }
 
 /// The core as the host knows it: set once the core runs.
@@ -60,6 +66,32 @@ extension FeatureContext {
     /// What the bridge knows now; nil only when the core has gone. The core updates it before it emits the event
     /// that tells of a change, so a feature that reads it on an event sees that change (or a newer state).
     public var state: BridgeState? { host.core.core?.state }
+
+    /// A request of the bridge's own, made as a broker client makes it: `message` (its Response Topic is set here)
+    /// takes the path a broker message on its topic takes, and the answer published to that Response Topic is
+    /// returned; nil after `timeout`, or when the core has gone.
+    public func ask(_ message: MQTTMessage, timeout: Duration) async -> String? {
+        guard let core = host.core.core else { return nil }
+        return await host.localReplies.ask(timeout: timeout) { responseTopic in
+            var message = message
+            message.responseTopic = responseTopic
+            core.submit(message)
+        }
+    }
+
+    /// A running device's last published values (nil: no session, or the core has gone).
+    public func latestValues(of device: String) -> [(channel: String, payload: String)]? {
+        host.core.core?.latestValues(of: device)
+    }
+
+    /// The adverts feature says what it published for a passive device (`PassiveReadings`).
+    func recordReading(device: String, name: String, payload: String) {
+        host.passiveReadings.record(device: device, name: name, payload: payload)
+    }
+
+    var passiveReadings: PassiveReadings { host.passiveReadings }
+    var recentLog: RecentLog { host.recentLog }
+    var publishedListing: PublishedListing { host.publishedListing }
 
     /// Adds or removes a device (docs/bridge-api.md) through the core.
     public func updateDevices(_ change: DeviceChange) async -> Result<DeviceConfig, DeviceChangeError>? {

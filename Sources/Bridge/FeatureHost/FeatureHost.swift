@@ -39,6 +39,14 @@ final class FeatureHost: Sendable {
     /// as the MQTT client's own inbox may hold.
     static let backlogLimit = MQTTClient.inboxLimit
     let backlog = FeatureBacklog(limit: FeatureHost.backlogLimit)
+    /// Answers to the bridge's own requests (the web page's), kept off the broker.
+    let localReplies = LocalReplies()
+    /// What was published on `B/bridge/log` lately, and the passive devices' last readings: readers outside MQTT
+    /// show what MQTT shows.
+    let recentLog = RecentLog()
+    let passiveReadings = PassiveReadings()
+    /// The `B/bridge/devices` listing as last made (`BridgeAPIFeature`), owners and all.
+    let publishedListing = PublishedListing()
     private let state = Mutex(State())
 
     init(link: any BrokerLink) {

@@ -46,6 +46,15 @@ extension BridgeAPIFeature {
     }
 
     func health(_ state: BridgeState, bridge: String?) -> JSONValue {
+        HealthView.json(version: version, started: started, broker: broker, adverts: adverts, state: state,
+                        bridge: bridge)
+    }
+}
+
+/// The `health` answer (docs/bridge-api.md): the bridge API's and the web page's Bridge view alike.
+enum HealthView {
+    static func json(version: String, started: ContinuousClock.Instant, broker: any BrokerStatus, adverts: AdvertCounts,
+                     state: BridgeState, bridge: String?) -> JSONValue {
         let mqtt: String = switch broker.connectionState {
         case .connected: "connected"
         case .connecting: "connecting"

@@ -102,6 +102,7 @@ struct BridgeAPIFeature: BridgeFeature {
             await publishInfo(topics, bridge: bridge, config: machine.config, context: context)
         case .listDevices:
             guard let listing = await devicesJSON(machine, context: context) else { return }
+            context.publishedListing.set(listing)
             for write in machine.listed(listing.serialized) { await perform(write, machine: &machine, context: context) }
         case .answer(let request, let topic, let payload): answer(request, on: topic, payload, context: context)
         case .serve(let request, let message, let topic, let answered):

@@ -140,6 +140,9 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
         if let manufacturer = identity?.manufacturer, !manufacturer.isEmpty {
             deviceBlock.append(("manufacturer", .string(manufacturer)))
         }
+        if let url = config.web.publicURL, config.web.enabled {
+            deviceBlock.append(("configuration_url", .string(WebLinks.device(device.name, at: url))))
+        }
         var origin: [(String, JSONValue)] = [("name", "gattbridge"), ("sw_version", .string(version))]
         if let supportURL { origin.append(("support_url", .string(supportURL))) }
         // In a fleet the device's availability alone: the owner, whichever it is, keeps it true (docs/fleet.md), and a

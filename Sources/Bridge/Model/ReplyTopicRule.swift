@@ -24,6 +24,8 @@ struct ReplyTopicRule: Sendable, Equatable {
 
     func allows(_ topic: String) -> Bool {
         guard Self.isPublishable(topic) else { return false }
+        // The bridge's own requests (the web page's) are answered in the process, never on the broker.
+        if LocalReplyTopic.isLocal(topic) { return true }
         if let replyPrefix { return Self.topic(topic, isUnder: replyPrefix) && topic != replyPrefix }
         return !Self.topic(topic, isUnder: base) && !Self.topic(topic, isUnder: discoveryPrefix)
     }

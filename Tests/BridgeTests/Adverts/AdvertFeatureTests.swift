@@ -28,6 +28,10 @@ final class RecordingCore: DeviceManaging {
         added.withLock { $0.append(device) }
         return refuse ? .failure(.nameTaken(device.name)) : .success(device)
     }
+
+    func submit(_ message: MQTTMessage) {}
+
+    func latestValues(of device: String) -> [(channel: String, payload: String)]? { nil }
 }
 
 @Suite struct AdvertFeatureTests {
