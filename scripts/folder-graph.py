@@ -35,6 +35,7 @@ LAYERS = [
     ["HomeAssistant"],
     ["Adverts"],
     ["Features"],
+    ["Web"],
     ["Core"],
     ["Services"],
 ]
