@@ -34,8 +34,7 @@ enum WebStateView {
             if !inputs.state.isFleet || device.owned {
                 replace(&members, "state", .string(device.link.rawValue))
             }
-            members.append(("kind", .string(device.config.channels.isEmpty && device.config.advert != nil
-                                            ? "passive" : "connected")))
+            members.append(("kind", .string(device.config.isPassive ? "passive" : "connected")))
             members.append(("rssi", device.rssi.map { .int($0) } ?? .null))
             members.append(("last_seen_s", device.lastSeen.map { .int(seconds(inputs.now - $0)) } ?? .null))
             members.append(("values", .object(inputs.values(device.config).map { ($0.name, .object([("value", .string($0.payload))])) })))
