@@ -45,6 +45,9 @@ let package = Package(
         // Broadcast decoders (BTHome, Xiaomi MiBeacon, pvvx/atc, Govee, RuuviTag, iBeacon, Eddystone): bytes in,
         // measurements out, no I/O.
         .target(name: "Adverts", dependencies: ["CCrypto", "Bluetooth", "Codecs"]),
+        // ESPHome's native API as a Home Assistant Bluetooth proxy speaks it: the Noise handshake and transport,
+        // frames and messages. Bytes in, bytes out; no I/O.
+        .target(name: "ESPHomeAPI", dependencies: ["CCrypto"]),
         // The bridge core: device sessions, commands, features on core events (availability, RSSI, events and logs,
         // Home Assistant), and the daemon's services.
         .target(name: "Bridge", dependencies: [
@@ -68,6 +71,7 @@ let package = Package(
         .testTarget(name: "ConfigTests", dependencies: ["Config", "CMosquitto"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "DBus"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
+        .testTarget(name: "ESPHomeAPITests", dependencies: ["ESPHomeAPI"]),
         .testTarget(name: "AdvertsTests", dependencies: ["Adverts", "Bluetooth", "Codecs"]),
         .testTarget(name: "BridgeTests", dependencies: ["Adverts", "Bridge", "BlueZ", "Bluetooth", "Codecs", "Config", "DBus"]),
     ],
