@@ -38,6 +38,7 @@ gattbridge demo: broker on 127.0.0.1:$port, bench on $DBUS_SYSTEM_BUS_ADDRESS
   serial line: mosquitto_pub -p $port -t gattbridge/hm10/serial/set -m 'hello hm10'
   read now:    mosquitto_pub -p $port -t gattbridge/heart-rate-strap/battery/get -n
   broadcasts:  gattbridge/balcony-thermometer/temperature (and humidity, battery) from a passive BTHome sensor
+  web page:    http://127.0.0.1:8780/ (devices, live values, the LED's buttons, Nearby, the log)
 Live MQTT traffic (gattbridge/#), Ctrl-C to stop:
 MSG
 sub_args=(-p "$port" -v -t 'gattbridge/#')
