@@ -21,6 +21,8 @@ let package = Package(
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         // OpenSSL's libcrypto (libmosquitto links it already): AES-CCM for encrypted broadcasts.
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // libmicrohttpd: the web page's server, driven by the D-Bus loop (docs/dev/web-server.md).
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
         // Duration conversions (seconds, milliseconds, text), shared by every module that talks to C or people.
         .target(name: "Durations"),
@@ -40,6 +42,9 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "DequeModule", package: "swift-collections"),
         ]),
+        // HTTP/1.1 server over libmicrohttpd on a host's poll loop: complete requests to a handler, answers now or
+        // later from any thread, Server-Sent Event streams with a bounded queue.
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
         // sd_notify, watchdog, journald-aware logging.
         .target(name: "Systemd", dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")]),
         // Broadcast decoders (BTHome, Xiaomi MiBeacon, pvvx/atc, Govee, RuuviTag, iBeacon, Eddystone): bytes in,
@@ -51,7 +56,7 @@ let package = Package(
         // The bridge core: device sessions, commands, features on core events (availability, RSSI, events and logs,
         // Home Assistant), and the daemon's services.
         .target(name: "Bridge", dependencies: [
-            "Adverts", "BlueZ", "Bluetooth", "Codecs", "Config", "DBus", "Durations", "MQTT", "Systemd",
+            "Adverts", "BlueZ", "Bluetooth", "Codecs", "Config", "DBus", "Durations", "HTTPServer", "MQTT", "Systemd",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -70,6 +75,7 @@ let package = Package(
         .testTarget(name: "CodecsTests", dependencies: ["Codecs"]),
         .testTarget(name: "ConfigTests", dependencies: ["Config", "CMosquitto"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "DBus"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "DBus"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
         .testTarget(name: "ESPHomeAPITests", dependencies: ["ESPHomeAPI"]),
         .testTarget(name: "AdvertsTests", dependencies: ["Adverts", "Bluetooth", "Codecs"]),
