@@ -26,7 +26,7 @@ ROOT = REPO / "Sources" / "Bridge"
 # The intended layers, lowest first (docs/dev/ARCHITECTURE.md#layers). A folder may use only folders of lower layers;
 # folders of one layer are peers and use none of each other.
 LAYERS = [
-    ["Model", "Web"],
+    ["Model"],
     ["Channels"],
     ["Session"],
     ["Adapters", "Tools"],

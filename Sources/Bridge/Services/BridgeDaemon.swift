@@ -62,10 +62,11 @@ public struct BridgeDaemon: Sendable {
         let discovery = DiscoveryCoordinator(bluez: bluez, logger: logger)
         let agentReadiness = AgentReadiness()
         let advertCounts = AdvertCounts()
+        let started = ContinuousClock.now
         let features: [any BridgeFeature] = [
             DeviceTopicFeature.availability, DeviceTopicFeature.rssi, EventLogFeature(logger: logger),
             HomeAssistantFeature(version: version, logger: logger),
-            BridgeAPIFeature(version: version, started: .now, bluetooth: BlueZTools(bluez: bluez, discovery: discovery),
+            BridgeAPIFeature(version: version, started: started, bluetooth: BlueZTools(bluez: bluez, discovery: discovery),
                              broker: link,
                              logger: logger, adverts: advertCounts),
             CommandReplyFeature(),
@@ -74,6 +75,8 @@ public struct BridgeDaemon: Sendable {
             AdapterFeature(),
             AdvertFeature(version: version, logger: logger, counts: advertCounts),
             BridgeDeviceFeature(version: version, broker: link, hostname: Hostname.current),
+            WebFeature(version: version, started: started, broker: link, adverts: advertCounts,
+                       host: EventLoopHTTPHost(loop: bus.loop), machineNames: [Hostname.current], logger: logger),
         ]
         let core = BridgeCore(config: config, bluez: bluez, link: link, discovery: discovery, features: features,
                               logger: logger, agentReadiness: agentReadiness, statusChanged: statusChanged)
