@@ -230,18 +230,51 @@ private final class InertHost: HTTPLoopHost, @unchecked Sendable {
             try stalled.send("GET /api/events HTTP/1.1\r\nHost: h\r\n\r\n")
             #expect(eventually { !streams.get.isEmpty })
             let stream = try #require(streams.get.first)
-            let event = [UInt8](repeating: UInt8(ascii: "x"), count: 4096)
+            let event = [UInt8](repeating: UInt8(ascii: "x"), count: 16 * 1024)
+            // First the kernel's buffers fill: the server keeps taking events until the socket takes no more, and
+            // then the connection waits to write (not suspended), the case a shutdown must end.
             var sent = 0
-            while stream.send(event) {
+            while sent < 64 * 1024 * 1024 && drained(stream) {
+                stream.send(event)
                 sent += event.count
-                #expect(sent < 256 * 1024 * 1024, "the stream never overflowed")
-                if sent >= 256 * 1024 * 1024 { break }
             }
+            #expect(sent < 64 * 1024 * 1024, "the socket never filled")
+            #expect(!closed.get)
+            // Then the queue: its bound ends the stream, and what it held is let go at once.
+            while sent < 128 * 1024 * 1024 && stream.send(event) { sent += event.count }
             #expect(stream.isClosed)
             #expect(stream.queuedBytes == 0)
             #expect(eventually { closed.get })
             #expect(stalled.closedByServer())
             #expect(try get(server.port, "/").body == "still here")
+        }
+        #expect(eventually { HTTPServer.liveRequests == 0 })
+    }
+
+    /// Whether the server took everything queued into the socket within a while.
+    private func drained(_ stream: HTTPStream) -> Bool {
+        eventually(timeout: .milliseconds(300)) { stream.queuedBytes == 0 }
+    }
+
+    @Test func aFollowerTooSlowForItsEventsIsClosed() throws {
+        // Events sent faster than the loop drains them, while the connection is suspended or writing.
+        let closed = Shared(false)
+        let overflowed = Shared(false)
+        try withServer({ _, responder in
+            let stream = responder.stream()
+            stream.onClose { closed.set(true) }
+            onAnotherThread {
+                let event = [UInt8](repeating: UInt8(ascii: "y"), count: 4096)
+                for _ in 0..<100_000 where !stream.send(event) {
+                    overflowed.set(true)
+                    return
+                }
+            }
+        }) { server throws in
+            let client = try TestClient(port: server.port, receiveBuffer: 4096)
+            try client.send("GET /api/events HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(eventually { overflowed.get && closed.get })
+            #expect(client.closedByServer())
         }
         #expect(eventually { HTTPServer.liveRequests == 0 })
     }
