@@ -279,6 +279,34 @@ private final class InertHost: HTTPLoopHost, @unchecked Sendable {
         #expect(eventually { HTTPServer.liveRequests == 0 })
     }
 
+    @Test func aQuietStreamOutlivesTheTimeoutAnIdleConnectionDoesNot() throws {
+        var limits = HTTPServerLimits()
+        limits.connectionTimeout = .seconds(1)
+        let streams = Shared<[HTTPStream]>([])
+        try withServer(limits: limits, { request, responder in
+            if request.path == "/api/events" {
+                streams.update { $0.append(responder.stream()) }
+            } else {
+                responder.respond(.text("ok"))
+            }
+        }) { server throws in
+            let follower = try TestClient(port: server.port)
+            try follower.send("GET /api/events HTTP/1.1\r\nHost: h\r\n\r\n")
+            _ = try follower.read(until: "\r\n\r\n")
+            let idle = try TestClient(port: server.port)
+            try idle.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+            _ = try idle.read(until: "ok")
+            let opened = ContinuousClock.now
+            #expect(idle.closedByServer(timeout: .seconds(5)))
+            #expect(ContinuousClock.now - opened >= .milliseconds(900))
+            // The follower heard nothing for longer than the timeout: suspended, it does not count as stalled.
+            #expect(eventually { ContinuousClock.now - opened > .milliseconds(2500) })
+            let stream = try #require(streams.get.first)
+            stream.send(event: "state", data: "late")
+            _ = try follower.read(until: "data: late\n\n")
+        }
+    }
+
     @Test func anAddressInUseIsItsOwnError() throws {
         let holder = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(holder) }
