@@ -413,4 +413,32 @@ private final class InertHost: HTTPLoopHost, @unchecked Sendable {
         defer { server.stop() }
         #expect(try get(server.port, "/on/the/loop").body == "/on/the/loop")
     }
+
+    @Test func onTheDBusLoopAnswersAndEventsComeLaterFromOtherThreads() throws {
+        let loop = EventLoop()
+        let waiting = Shared<HTTPResponder?>(nil)
+        let streams = Shared<[HTTPStream]>([])
+        let server = HTTPServer(listen: "127.0.0.1:0", handler: HTTPHandlerFunction { request, responder in
+            if request.path == "/events" { streams.update { $0.append(responder.stream()) } } else { waiting.set(responder) }
+        }, host: LoopHost(loop: loop))
+        try server.start()
+        defer { server.stop() }
+        let slow = try TestClient(port: server.port)
+        try slow.send("GET /slow HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+        let follower = try TestClient(port: server.port)
+        try follower.send("GET /events HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(eventually { waiting.get != nil && !streams.get.isEmpty })
+        let responder = try #require(waiting.get)
+        waiting.set(nil)
+        let stream = try #require(streams.get.first)
+        onAnotherThread { responder.respond(.text("later")) }
+        #expect(try ParsedResponse(slow.readToEnd()).body == "later")
+        for n in 0..<3 {
+            onAnotherThread { stream.send(event: "state", data: "\(n)") }
+            _ = try follower.read(until: "data: \(n)\n\n")
+        }
+        // From the loop thread itself, as the bridge's own changes would be sent.
+        loop.execute { stream.send(event: "state", data: "from the loop") }
+        _ = try follower.read(until: "data: from the loop\n\n")
+    }
 }
