@@ -87,7 +87,8 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// Closes every connection (streams end, answers still awaited are dropped) and the listening socket. On the
-    /// host's thread at once; from another it waits until the host has done it. Idempotent.
+    /// host's thread at once; from another it waits until the host has done it, so the host must still be running
+    /// (stop the server before the loop). Idempotent. A server is started once: make a new one to listen again.
     public func stop() {
         if host.isHostThread {
             stopOnHost()
@@ -129,7 +130,7 @@ public final class HTTPServer: @unchecked Sendable {
         if resumed { return HTTPPollInterest(fd: _epollFD, events: Int16(POLLIN), deadline: 0) }
         var milliseconds: UInt64 = 0
         let deadline = MHD_get_timeout(daemon, &milliseconds) == .YES
-            ? monotonicNanoseconds() + Int64(clamping: milliseconds) * 1_000_000 : .max
+            ? monotonicNanoseconds() + Int64(min(milliseconds, 86_400_000)) * 1_000_000 : .max
         return HTTPPollInterest(fd: _epollFD, events: Int16(POLLIN), deadline: deadline)
     }
 

@@ -230,13 +230,18 @@ private final class InertHost: HTTPLoopHost, @unchecked Sendable {
             try stalled.send("GET /api/events HTTP/1.1\r\nHost: h\r\n\r\n")
             #expect(eventually { !streams.get.isEmpty })
             let stream = try #require(streams.get.first)
-            let event = [UInt8](repeating: UInt8(ascii: "x"), count: 4096)
+            let event = [UInt8](repeating: UInt8(ascii: "x"), count: 16 * 1024)
+            // First the kernel's buffers fill: the server keeps taking events until the socket takes no more, and
+            // then the connection waits to write (not suspended), the case a shutdown must end.
             var sent = 0
-            while stream.send(event) {
+            while sent < 64 * 1024 * 1024 && drained(stream) {
+                stream.send(event)
                 sent += event.count
-                #expect(sent < 256 * 1024 * 1024, "the stream never overflowed")
-                if sent >= 256 * 1024 * 1024 { break }
             }
+            #expect(sent < 64 * 1024 * 1024, "the socket never filled")
+            #expect(!closed.get)
+            // Then the queue: its bound ends the stream, and what it held is let go at once.
+            while sent < 128 * 1024 * 1024 && stream.send(event) { sent += event.count }
             #expect(stream.isClosed)
             #expect(stream.queuedBytes == 0)
             #expect(eventually { closed.get })
@@ -244,6 +249,62 @@ private final class InertHost: HTTPLoopHost, @unchecked Sendable {
             #expect(try get(server.port, "/").body == "still here")
         }
         #expect(eventually { HTTPServer.liveRequests == 0 })
+    }
+
+    /// Whether the server took everything queued into the socket within a while.
+    private func drained(_ stream: HTTPStream) -> Bool {
+        eventually(timeout: .milliseconds(300)) { stream.queuedBytes == 0 }
+    }
+
+    @Test func aFollowerTooSlowForItsEventsIsClosed() throws {
+        // Events sent faster than the loop drains them, while the connection is suspended or writing.
+        let closed = Shared(false)
+        let overflowed = Shared(false)
+        try withServer({ _, responder in
+            let stream = responder.stream()
+            stream.onClose { closed.set(true) }
+            onAnotherThread {
+                let event = [UInt8](repeating: UInt8(ascii: "y"), count: 4096)
+                for _ in 0..<100_000 where !stream.send(event) {
+                    overflowed.set(true)
+                    return
+                }
+            }
+        }) { server throws in
+            let client = try TestClient(port: server.port, receiveBuffer: 4096)
+            try client.send("GET /api/events HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(eventually { overflowed.get && closed.get })
+            #expect(client.closedByServer())
+        }
+        #expect(eventually { HTTPServer.liveRequests == 0 })
+    }
+
+    @Test func aQuietStreamOutlivesTheTimeoutAnIdleConnectionDoesNot() throws {
+        var limits = HTTPServerLimits()
+        limits.connectionTimeout = .seconds(1)
+        let streams = Shared<[HTTPStream]>([])
+        try withServer(limits: limits, { request, responder in
+            if request.path == "/api/events" {
+                streams.update { $0.append(responder.stream()) }
+            } else {
+                responder.respond(.text("ok"))
+            }
+        }) { server throws in
+            let follower = try TestClient(port: server.port)
+            try follower.send("GET /api/events HTTP/1.1\r\nHost: h\r\n\r\n")
+            _ = try follower.read(until: "\r\n\r\n")
+            let idle = try TestClient(port: server.port)
+            try idle.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+            _ = try idle.read(until: "ok")
+            let opened = ContinuousClock.now
+            #expect(idle.closedByServer(timeout: .seconds(5)))
+            #expect(ContinuousClock.now - opened >= .milliseconds(900))
+            // The follower heard nothing for longer than the timeout: suspended, it does not count as stalled.
+            #expect(eventually { ContinuousClock.now - opened > .milliseconds(2500) })
+            let stream = try #require(streams.get.first)
+            stream.send(event: "state", data: "late")
+            _ = try follower.read(until: "data: late\n\n")
+        }
     }
 
     @Test func anAddressInUseIsItsOwnError() throws {
@@ -351,5 +412,33 @@ private final class InertHost: HTTPLoopHost, @unchecked Sendable {
         try server.start()
         defer { server.stop() }
         #expect(try get(server.port, "/on/the/loop").body == "/on/the/loop")
+    }
+
+    @Test func onTheDBusLoopAnswersAndEventsComeLaterFromOtherThreads() throws {
+        let loop = EventLoop()
+        let waiting = Shared<HTTPResponder?>(nil)
+        let streams = Shared<[HTTPStream]>([])
+        let server = HTTPServer(listen: "127.0.0.1:0", handler: HTTPHandlerFunction { request, responder in
+            if request.path == "/events" { streams.update { $0.append(responder.stream()) } } else { waiting.set(responder) }
+        }, host: LoopHost(loop: loop))
+        try server.start()
+        defer { server.stop() }
+        let slow = try TestClient(port: server.port)
+        try slow.send("GET /slow HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+        let follower = try TestClient(port: server.port)
+        try follower.send("GET /events HTTP/1.1\r\nHost: h\r\n\r\n")
+        #expect(eventually { waiting.get != nil && !streams.get.isEmpty })
+        let responder = try #require(waiting.get)
+        waiting.set(nil)
+        let stream = try #require(streams.get.first)
+        onAnotherThread { responder.respond(.text("later")) }
+        #expect(try ParsedResponse(slow.readToEnd()).body == "later")
+        for n in 0..<3 {
+            onAnotherThread { stream.send(event: "state", data: "\(n)") }
+            _ = try follower.read(until: "data: \(n)\n\n")
+        }
+        // From the loop thread itself, as the bridge's own changes would be sent.
+        loop.execute { stream.send(event: "state", data: "from the loop") }
+        _ = try follower.read(until: "data: from the loop\n\n")
     }
 }
