@@ -9,6 +9,10 @@ bench's world (private bus, BlueZoo, mosquitto, the stamp peripherals), its devi
 The numbers are printed (and with --json written), never asserted: docs/performance.md records them.
 
     .venv/bin/python scripts/bench/web_cost.py [--idle-seconds 20] [--seconds 30] [--json out.json]
+                                               [--before BINARY]
+
+With `--before`, a binary without the page (a build from before it, which links no HTTP server) is measured idle
+first, with the same config less the `web:` key: what the page's library costs even when the page is off.
 
 GATTBRIDGE_BIN chooses the binary (default: .build-release, what `make bench-build` makes). Needs Debian's chromium
 and Playwright for Python (what `make test-web` installs).
@@ -41,10 +45,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run(world: World, web: str, idle: float, seconds: float, browser: bool) -> dict:
+def run(world: World, web: str, idle: float, seconds: float, browser: bool, binary: str | None = None) -> dict:
     base = world.write_config(1)
     world.config.write_text(base.read_text() + web)
-    gb = world.start_gattbridge(log_level="warning")
+    if binary:
+        gb = world.bench.run_gattbridge(["run", "--config", str(world.config), "--log-level", "warning"],
+                                        binary=Path(binary))
+    else:
+        gb = world.start_gattbridge(log_level="warning")
     try:
         world.wait_online(timeout=60)
         time.sleep(idle)
@@ -102,22 +110,25 @@ def main() -> int:
     ap.add_argument("--idle-seconds", type=float, default=20)
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--json", help="also write the numbers here")
+    ap.add_argument("--before", help="a binary from before the page, measured idle first")
     a = ap.parse_args()
     result: dict = {"binary": str(gattbridge_binary())}
     world = World(decoded=True, decoded_qos=1)
     try:
+        if a.before:
+            result["before"] = run(world, "", a.idle_seconds, a.seconds, browser=False, binary=a.before)
         result["off"] = run(world, "web:\n  enabled: false\n", a.idle_seconds, a.seconds, browser=False)
         port = free_port()
         result["on"] = run(world, f'web:\n  listen: "127.0.0.1:{port}"\n', a.idle_seconds, a.seconds, browser=True)
     finally:
         world.close()
-    off, on = result["off"], result["on"]
-    print(f"{'':34} {'page off':>10} {'page on':>10}")
-    print(f"{'idle RssAnon (KiB)':34} {off['rss_anon_kib']:>10} {on['rss_anon_kib']:>10}   "
-          f"(+{on['rss_anon_kib'] - off['rss_anon_kib']} KiB)")
-    print(f"{'idle VmRSS (KiB)':34} {off['vm_rss_kib']:>10} {on['vm_rss_kib']:>10}")
-    print(f"{'threads':34} {off['threads']:>10} {on['threads']:>10}")
-    print(f"{'idle CPU (% of a core)':34} {off['idle_cpu_percent']:>10} {on['idle_cpu_percent']:>10}")
+    columns = [("before the page", result.get("before")), ("page off", result["off"]), ("page on", result["on"])]
+    columns = [(name, figures) for name, figures in columns if figures]
+    print(f"{'':28}" + "".join(f"{name:>17}" for name, _ in columns))
+    for key, label in (("rss_anon_kib", "idle RssAnon (KiB)"), ("vm_rss_kib", "idle VmRSS (KiB)"),
+                       ("threads", "threads"), ("idle_cpu_percent", "idle CPU (% of a core)")):
+        print(f"{label:28}" + "".join(f"{figures[key]:>17}" for _, figures in columns))
+    on = result["on"]
     print(f"one browser on Devices, 3 devices at 1 Hz: {on['browser_cpu_percent']} % of a core; the page's value "
           f"{on['page_lag_median_s']} s (median) / {on['page_lag_max_s']} s (max) behind the publish, "
           f"{on['values_missed']} of {on['values_checked']} not seen within 5 s")

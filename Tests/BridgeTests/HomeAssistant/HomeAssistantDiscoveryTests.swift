@@ -35,6 +35,20 @@ import Testing
         }
     }
 
+    /// With the web page's public URL (docs/web.md), Home Assistant's device page links to the device's page.
+    @Test func aPublicURLGivesEachDeviceItsPage() throws {
+        var config = try F.demoConfig()
+        #expect(try F.parsed(HomeAssistantDiscovery(config: config, version: "1").messages()).values
+            .allSatisfy { $0["device"]?["configuration_url"] == nil })
+        config.web.publicURL = PublicURL.parse("https://pi.example:8443/gb/")
+        let payloads = try F.parsed(HomeAssistantDiscovery(config: config, version: "1").messages())
+        let hr = try #require(payloads["homeassistant/sensor/gattbridge_C0FFEE000001/heart_rate/config"])
+        #expect(hr["device"]?["configuration_url"] == "https://pi.example:8443/gb/#/device/heart-rate-strap")
+        config.web.enabled = false
+        #expect(try F.parsed(HomeAssistantDiscovery(config: config, version: "1").messages()).values
+            .allSatisfy { $0["device"]?["configuration_url"] == nil })
+    }
+
     @Test func heartRateIsAMeasurementSensorWithAttributes() throws {
         let payloads = try F.parsed(HomeAssistantDiscovery(config: try F.demoConfig(), version: "1.2.3").messages())
         let hr = try #require(payloads["homeassistant/sensor/gattbridge_C0FFEE000001/heart_rate/config"])
