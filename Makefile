@@ -305,6 +305,15 @@ bench: setup bench-build
 		$(PYTHON) scripts/bench/run_bench.py $(BENCH_ARGS)
 	$(MAKE) bench-fleet
 	$(MAKE) bench-adverts
+	$(MAKE) bench-web
+
+# What the web page costs (docs/performance.md#the-web-page): idle memory and CPU with the page off and on, then one
+# headless Chromium on Devices while three devices publish at 1 Hz (~2 min; needs Debian's chromium and Playwright,
+# which `make test-web` installs). WEB_ARGS="--before OLD_BINARY" adds a build from before the page.
+.PHONY: bench-web
+WEB_ARGS ?=
+bench-web: setup bench-build
+	GATTBRIDGE_BIN=$(CURDIR)/$(BENCH_BIN) $(PYTHON) scripts/bench/web_cost.py $(WEB_ARGS)
 
 # The fleet at scale (docs/fleet.md): 3 bridges x 30 simulated peripherals on one BlueZoo and broker,
 # every device owned once, then the time from an owner's SIGKILL to its devices online elsewhere (~15 s; part of
