@@ -1,7 +1,8 @@
-import Bridge
 import ArgumentParser
 import BlueZ
 import Bluetooth
+import Bridge
+import BridgeTools
 import Codecs
 import Logging
 

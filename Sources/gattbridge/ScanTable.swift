@@ -1,4 +1,5 @@
 import Bridge
+import BridgeTools
 
 extension ScanResults {
     /// The table, one string per line (no trailing newlines). The measurements come before the services: the

@@ -1,6 +1,7 @@
-import Bridge
 import ArgumentParser
 import BlueZ
+import Bridge
+import BridgeTools
 import Codecs
 import Logging
 

@@ -40,7 +40,7 @@ public protocol DeviceManaging: AnyObject, Sendable {
 }
 
 /// The core as the host knows it: set once the core runs.
-final class CoreReference: Sendable {
+package final class CoreReference: Sendable {
     private struct Weak: @unchecked Sendable {
         weak var value: (any DeviceManaging)?
     }
@@ -48,7 +48,7 @@ final class CoreReference: Sendable {
 
     var core: (any DeviceManaging)? { state.withLock { $0.value } }
 
-    func set(_ core: any DeviceManaging) { state.withLock { $0.value = core } }
+    package func set(_ core: any DeviceManaging) { state.withLock { $0.value = core } }
 }
 
 extension FeatureContext {

@@ -1,3 +1,5 @@
+import BridgeAdapters
+import BridgeFeatureHost
 import Codecs
 import Config
 import MQTT
