@@ -1,7 +1,6 @@
 import ArgumentParser
 import BlueZ
 import Bluetooth
-import Bridge
 import BridgeTools
 import Codecs
 import Logging

@@ -1,6 +1,5 @@
 import ArgumentParser
 import BlueZ
-import Bridge
 import BridgeTools
 import Codecs
 import Glibc

@@ -1,7 +1,6 @@
 import ArgumentParser
 import BlueZ
 import Bluetooth
-import Bridge
 import BridgeTools
 import Durations
 import Logging

@@ -1,4 +1,3 @@
-import Bridge
 import BridgeTools
 
 extension ScanResults {

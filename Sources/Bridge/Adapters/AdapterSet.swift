@@ -64,7 +64,8 @@ package struct AdapterSet {
         sightings = sightings.filter { watched.contains($0.key) }
     }
 
-    package mutating func saw(_ address: BluetoothAddress, adapter: String, rssi: Int?, at now: ContinuousClock.Instant) {
+    package mutating func saw(_ address: BluetoothAddress, adapter: String, rssi: Int?,
+                              at now: ContinuousClock.Instant) {
         guard present[adapter] != nil, watched.contains(address) else { return }
         sightings[address, default: [:]][adapter] = AdapterChoice.Sighting(rssi: rssi, at: now)
     }

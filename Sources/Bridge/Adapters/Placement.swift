@@ -65,7 +65,8 @@ package struct Placement: Sendable {
     }
 
     /// Where a new session starts; remembered as told.
-    package mutating func initialAdapter(for device: String, _ devices: [DeviceConfig], listeningOnly: Set<String>) -> AdapterInfo? {
+    package mutating func initialAdapter(for device: String, _ devices: [DeviceConfig],
+                                         listeningOnly: Set<String>) -> AdapterInfo? {
         _ = set.place(devices, listeningOnly: listeningOnly)
         let info = set.adapter(of: device)
         toldAdapter[device] = .some(info)

@@ -4,7 +4,8 @@ extension DeviceChange {
     /// The change applied to `config`: the new config and the device concerned, or why not. Idempotent where a reload
     /// may have got there first (docs/bridge-api.md saves the drop-in before the change, and a reload reads it): adding
     /// a device the config already has, identical, succeeds without a change.
-    package func applied(to config: BridgeConfig) -> Result<(config: BridgeConfig, device: DeviceConfig), DeviceChangeError> {
+    package func applied(to config: BridgeConfig)
+        -> Result<(config: BridgeConfig, device: DeviceConfig), DeviceChangeError> {
         var new = config
         switch self {
         case .add(let device):

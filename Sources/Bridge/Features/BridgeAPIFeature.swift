@@ -24,7 +24,8 @@ import MQTT
 /// one writer. Each bridge also serves `B/bridge/<id>/request/<verb>` (answered on `B/bridge/<id>/response/<verb>`)
 /// and keeps its own view on `B/bridge/<id>/devices` and `B/bridge/<id>/info`.
 package struct BridgeAPIFeature: BridgeFeature {
-    package init(version: String, started: ContinuousClock.Instant, bluetooth: any BluetoothTools, broker: any BrokerStatus, logger: Logging.Logger, adverts: AdvertCounts = AdvertCounts()) {
+    package init(version: String, started: ContinuousClock.Instant, bluetooth: any BluetoothTools,
+                 broker: any BrokerStatus, logger: Logger, adverts: AdvertCounts = AdvertCounts()) {
         self.version = version
         self.started = started
         self.bluetooth = bluetooth

@@ -10,7 +10,7 @@ import MQTT
 /// as JSON, and the same story in the journal. Reports quote outside text cut and escaped, and `B/bridge/log` is
 /// rate-limited, so a flood of bad commands cannot flood the broker or the journal (docs/security.md).
 package struct EventLogFeature: BridgeFeature {
-    package init(logger: Logging.Logger) {
+    package init(logger: Logger) {
         self.logger = logger
     }
 

@@ -13,7 +13,7 @@ import MQTT
 /// sightings, and tells the core which devices this bridge owns. Does nothing unless the config has `bridge:`. The
 /// decisions are `FleetMachine`'s; this is the loop that carries them out.
 package struct FleetFeature: BridgeFeature {
-    package init(logger: Logging.Logger) {
+    package init(logger: Logger) {
         self.logger = logger
     }
 

@@ -13,7 +13,8 @@ package struct HomeAssistantBirth: Sendable {
 
     /// A message on the status topic: when the configs should go out again, or nil when it is no birth or one is
     /// already pending.
-    package mutating func heard(_ message: MQTTMessage, now: ContinuousClock.Instant = .now) -> ContinuousClock.Instant? {
+    package mutating func heard(_ message: MQTTMessage,
+                                now: ContinuousClock.Instant = .now) -> ContinuousClock.Instant? {
         guard message.payloadString == "online", !pending else { return nil }
         pending = true
         return now + Self.delay

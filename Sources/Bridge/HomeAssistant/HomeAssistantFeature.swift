@@ -12,7 +12,7 @@ import MQTT
 /// sweep of `HomeAssistantDiscovery.sweepWindow` after each connect (kept subscribed, every config the bridge publishes would
 /// come back into its own inbox). Publishes nothing when disabled.
 package struct HomeAssistantFeature: BridgeFeature {
-    package init(version: String, logger: Logging.Logger) {
+    package init(version: String, logger: Logger) {
         self.version = version
         self.logger = logger
     }

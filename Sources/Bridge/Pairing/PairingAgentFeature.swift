@@ -9,7 +9,7 @@ import Logging
 /// with `AgentManager1` is redone whenever bluetoothd comes back (a restarted bluetoothd forgets its agents) or the
 /// capability must change (BlueZ fixes it at registration).
 package struct PairingAgentFeature: BridgeFeature {
-    package init(bus: any AgentBus, logger: Logging.Logger, readiness: AgentReadiness = AgentReadiness()) {
+    package init(bus: any AgentBus, logger: Logger, readiness: AgentReadiness = AgentReadiness()) {
         self.bus = bus
         self.logger = logger
         self.readiness = readiness

@@ -34,7 +34,8 @@ package struct BlueZTools: BluetoothTools {
         return adapter
     }
 
-    package func scan(adapter: AdapterInfo, services: [BluetoothUUID], duration: Duration, requester: String) async -> ScanResults {
+    package func scan(adapter: AdapterInfo, services: [BluetoothUUID], duration: Duration,
+                      requester: String) async -> ScanResults {
         await DeviceTools.scan(bluez: bluez, adapter: adapter, services: services, duration: duration,
                                discovery: discovery, requester: requester)
     }
