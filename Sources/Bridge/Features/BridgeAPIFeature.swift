@@ -42,7 +42,7 @@ package struct BridgeAPIFeature: BridgeFeature {
     let broker: any BrokerStatus
     let logger: Logger
     /// What the passive half's bounds turned away (`health`).
-    var adverts = AdvertCounts()
+    let adverts: AdvertCounts
     static let inspectTimeout: Duration = .seconds(20)
     /// Fleet: after a broker (re)connect, how long the retained bridge states have to arrive before this bridge may
     /// take itself for the coordinator; the ownership machine waits as long before claiming, for the same reason.

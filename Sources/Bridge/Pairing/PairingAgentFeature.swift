@@ -18,7 +18,7 @@ package struct PairingAgentFeature: BridgeFeature {
     let bus: any AgentBus
     let logger: Logger
     /// Told what bluetoothd has registered, so sessions pair only through the agent (`AgentReadiness`).
-    var readiness = AgentReadiness()
+    let readiness: AgentReadiness
 
     package func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         let agent = await bus.exportAgent(logger: logger)
