@@ -1,6 +1,13 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
+let log = Target.Dependency.product(name: "Logging", package: "swift-log")
+
+/// A folder of Sources/Bridge as a target of its own.
+func bridgeLayer(_ folder: String, _ name: String, _ dependencies: [Target.Dependency]) -> Target {
+    .target(name: name, dependencies: dependencies, path: "Sources/Bridge/\(folder)")
+}
+
 let package = Package(
     name: "gattbridge",
     platforms: [.macOS(.v15)],
@@ -53,16 +60,52 @@ let package = Package(
         // ESPHome's native API as a Home Assistant Bluetooth proxy speaks it: the Noise handshake and transport,
         // frames and messages. Bytes in, bytes out; no I/O.
         .target(name: "ESPHomeAPI", dependencies: ["CCrypto"]),
-        // The bridge core: device sessions, commands, features on core events (availability, RSSI, events and logs,
-        // Home Assistant), and the daemon's services.
+        // The bridge, one target per layer of Sources/Bridge (docs/dev/ARCHITECTURE.md#layers), lowest first: the
+        // compiler refuses a use up or across the layers. Cross-target names are `package`, not `public`.
+        bridgeLayer("Model", "BridgeModel", ["Adverts", "BlueZ", "Bluetooth", "Codecs", "Config", "MQTT"]),
+        bridgeLayer("Channels", "BridgeChannels", ["BridgeModel", "BlueZ", "Codecs", "Config", log]),
+        bridgeLayer("Session", "BridgeSession", [
+            "BridgeModel", "BridgeChannels", "BlueZ", "Bluetooth", "Codecs", "Config", "Durations", log,
+        ]),
+        bridgeLayer("Adapters", "BridgeAdapters", ["BridgeModel", "BridgeSession", "BlueZ", "Bluetooth", "Codecs", "Config"]),
+        bridgeLayer("Tools", "BridgeTools", ["BridgeModel", "BridgeSession", "Adverts", "BlueZ", "Bluetooth", "Codecs"]),
+        bridgeLayer("FeatureHost", "BridgeFeatureHost", [
+            "BridgeModel", "BridgeSession", "BridgeAdapters", "Config", "MQTT",
+        ]),
+        bridgeLayer("Commands", "BridgeCommands", ["BridgeModel", "BridgeSession", "BridgeFeatureHost", "Config", "MQTT"]),
+        bridgeLayer("Pairing", "BridgePairing", ["BridgeFeatureHost", "BlueZ", "Bluetooth", "Codecs", "Config", log]),
+        bridgeLayer("Fleet", "BridgeFleet", ["BridgeModel", "BridgeFeatureHost", "Codecs", "Config", "MQTT", log]),
+        bridgeLayer("HomeAssistant", "BridgeHomeAssistant", [
+            "BridgeModel", "BridgeChannels", "BridgeAdapters", "BridgeFeatureHost", "Bluetooth", "Codecs", "Config",
+            "MQTT", log,
+        ]),
+        bridgeLayer("Adverts", "BridgeAdverts", [
+            "BridgeModel", "BridgeFeatureHost", "BridgeHomeAssistant", "Adverts", "Bluetooth", "Codecs", "Config",
+            "MQTT", log,
+        ]),
+        bridgeLayer("Features", "BridgeFeatures", [
+            "BridgeModel", "BridgeSession", "BridgeAdapters", "BridgeTools", "BridgeFeatureHost", "BridgeFleet",
+            "BridgeAdverts", "BlueZ", "Bluetooth", "Codecs", "Config", "Durations", "MQTT", log,
+        ]),
+        bridgeLayer("Web", "BridgeWeb", [
+            "BridgeModel", "BridgeFeatureHost", "BridgeFeatures", "Codecs", "Config", "HTTPServer", "MQTT", log,
+        ]),
+        // Not "BridgeCore": that is the type the folder is named after.
+        bridgeLayer("Core", "BridgeCoreLayer", [
+            "BridgeModel", "BridgeSession", "BridgeAdapters", "BridgeFeatureHost", "BridgeCommands", "BridgePairing",
+            "BridgeFleet", "BridgeAdverts", "BlueZ", "Bluetooth", "Config", "MQTT", log,
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+        // The daemon's services, and the module the executable imports.
         .target(name: "Bridge", dependencies: [
-            "Adverts", "BlueZ", "Bluetooth", "Codecs", "Config", "DBus", "Durations", "HTTPServer", "MQTT", "Systemd",
-            .product(name: "Logging", package: "swift-log"),
+            "BridgeModel", "BridgeTools", "BridgeFeatureHost", "BridgePairing", "BridgeFleet", "BridgeHomeAssistant",
+            "BridgeAdverts", "BridgeFeatures", "BridgeWeb", "BridgeCoreLayer",
+            "BlueZ", "Config", "DBus", "HTTPServer", "MQTT", "Systemd", log,
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-        ]),
+        ], path: "Sources/Bridge/Services"),
         .executableTarget(name: "gattbridge", dependencies: [
-            "Adverts", "Bridge", "BlueZ", "Bluetooth", "Codecs", "Config", "Systemd", "DBus", "Durations",
+            "Adverts", "Bridge", "BridgeTools", "BlueZ", "Bluetooth", "Codecs", "Config", "Systemd", "DBus", "Durations",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -79,7 +122,11 @@ let package = Package(
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
         .testTarget(name: "ESPHomeAPITests", dependencies: ["ESPHomeAPI"]),
         .testTarget(name: "AdvertsTests", dependencies: ["Adverts", "Bluetooth", "Codecs"]),
-        .testTarget(name: "BridgeTests", dependencies: ["Adverts", "Bridge", "BlueZ", "Bluetooth", "Codecs", "Config", "DBus"]),
+        .testTarget(name: "BridgeTests", dependencies: [
+            "Adverts", "Bridge", "BridgeModel", "BridgeChannels", "BridgeSession", "BridgeAdapters", "BridgeTools",
+            "BridgeFeatureHost", "BridgeCommands", "BridgePairing", "BridgeFleet", "BridgeHomeAssistant", "BridgeAdverts",
+            "BridgeFeatures", "BridgeWeb", "BridgeCoreLayer", "BlueZ", "Bluetooth", "Codecs", "Config", "DBus", "HTTPServer",
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -11,6 +11,11 @@ import PackageDescription
 let log = Target.Dependency.product(name: "Logging", package: "swift-log")
 let deque = Target.Dependency.product(name: "DequeModule", package: "swift-collections")
 
+/// A folder of Sources/Bridge as its target (../Package.swift's `bridgeLayer`).
+func bridgeLayer(_ folder: String, _ name: String, _ dependencies: [Target.Dependency]) -> Target {
+    .target(name: name, dependencies: dependencies, path: "Sources/Bridge/\(folder)")
+}
+
 func fuzzer(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
     .executableTarget(name: name, dependencies: dependencies, path: "Targets/\(name)")
 }
@@ -20,13 +25,11 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
     ],
     targets: [
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1"),
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto"),
-        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd"),
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1"),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto"),
         .target(name: "Durations"),
@@ -37,19 +40,36 @@ let package = Package(
         .target(name: "Adverts", dependencies: ["CCrypto", "Bluetooth", "Codecs"]),
         .target(name: "Config", dependencies: ["CYAML", "Codecs", "Bluetooth", "Adverts"]),
         .target(name: "MQTT", dependencies: ["CMosquitto", "Durations", log, deque]),
-        .target(name: "Systemd", dependencies: ["CSystemd", log]),
-        .target(name: "Bridge", dependencies: [
-            "Adverts", "BlueZ", "Bluetooth", "Codecs", "Config", "DBus", "Durations", "MQTT", "Systemd", log,
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                // The bridge's layer targets as in ../Package.swift, through the Sources/Bridge symlink. No Bridge (Services)
+        // target: no harness reaches the daemon's services.
+        bridgeLayer("Model", "BridgeModel", ["Adverts", "BlueZ", "Bluetooth", "Codecs", "Config", "MQTT"]),
+        bridgeLayer("Channels", "BridgeChannels", ["BridgeModel", "BlueZ", "Codecs", "Config", log]),
+        bridgeLayer("Session", "BridgeSession", [
+            "BridgeModel", "BridgeChannels", "BlueZ", "Bluetooth", "Codecs", "Config", "Durations", log,
+        ]),
+        bridgeLayer("Adapters", "BridgeAdapters", ["BridgeModel", "BridgeSession", "BlueZ", "Bluetooth", "Codecs", "Config"]),
+        bridgeLayer("Tools", "BridgeTools", ["BridgeModel", "BridgeSession", "Adverts", "BlueZ", "Bluetooth", "Codecs"]),
+        bridgeLayer("FeatureHost", "BridgeFeatureHost", ["BridgeModel", "BridgeSession", "BridgeAdapters", "Config", "MQTT"]),
+        bridgeLayer("Fleet", "BridgeFleet", ["BridgeModel", "BridgeFeatureHost", "Codecs", "Config", "MQTT", log]),
+        bridgeLayer("HomeAssistant", "BridgeHomeAssistant", [
+            "BridgeModel", "BridgeChannels", "BridgeAdapters", "BridgeFeatureHost", "Bluetooth", "Codecs", "Config",
+            "MQTT", log,
+        ]),
+        bridgeLayer("Adverts", "BridgeAdverts", [
+            "BridgeModel", "BridgeFeatureHost", "BridgeHomeAssistant", "Adverts", "Bluetooth", "Codecs", "Config",
+            "MQTT", log,
+        ]),
+        bridgeLayer("Features", "BridgeFeatures", [
+            "BridgeModel", "BridgeSession", "BridgeAdapters", "BridgeTools", "BridgeFeatureHost", "BridgeFleet",
+            "BridgeAdverts", "BlueZ", "Bluetooth", "Codecs", "Config", "Durations", "MQTT", log,
         ]),
 
         .target(name: "CFuzzer", path: "Targets/CFuzzer"),
         .target(name: "FuzzSupport", dependencies: ["CFuzzer"], path: "Targets/FuzzSupport"),
         fuzzer("FuzzCodecs", ["Codecs", "FuzzSupport"]),
         fuzzer("FuzzConfig", ["Config", "Codecs", "CMosquitto", "FuzzSupport"]),
-        fuzzer("FuzzCommands", ["Bridge", "Config", "Codecs", "FuzzSupport"]),
-        fuzzer("FuzzBridgeRequest", ["Bridge", "Config", "Codecs", "Bluetooth", "FuzzSupport"]),
+        fuzzer("FuzzCommands", ["BridgeModel", "BridgeChannels", "BridgeSession", "BridgeFeatures", "Config", "Codecs", "FuzzSupport"]),
+        fuzzer("FuzzBridgeRequest", ["BridgeModel", "Config", "Codecs", "Bluetooth", "FuzzSupport"]),
         fuzzer("FuzzDBus", ["DBus", "CDBus", "BlueZ", "FuzzSupport"]),
         .target(name: "AdvertsFuzzSupport", dependencies: ["Adverts", "FuzzSupport"], path: "Targets/AdvertsFuzzSupport"),
         fuzzer("FuzzBTHome", ["Adverts", "Bluetooth", "FuzzSupport", "AdvertsFuzzSupport"]),

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
-"""Which folders of Sources/Bridge use which: the graph that must become acyclic before the folders can be SwiftPM
-targets (docs/dev/ARCHITECTURE.md#layers).
+"""Which folders of Sources/Bridge use which, and whether Package.swift makes each folder a target that depends only
+on the layers below it (docs/dev/ARCHITECTURE.md#layers).
 
     scripts/folder-graph.py                  edges (with the names that cause them) and strongly connected components
     scripts/folder-graph.py --dot            the same graph as Graphviz text
-    scripts/folder-graph.py --check          exits 1 on a cycle, a name used up or across LAYERS, or a folder
-                                             LAYERS does not place
+    scripts/folder-graph.py --check          exits 1 on a cycle, a name used up or across LAYERS, a folder
+                                             LAYERS does not place, or a folder Package.swift does not make a target
+                                             of its own, depending on layers below it only
 
 A token scan, not a compiler: comments and string literals are dropped (interpolations kept), and every identifier is
 matched against the top-level types, functions and globals the folders declare (an `extension` of one is a use). A
 member added by an extension to a type of another module (`MQTTConfiguration.settings`) is not seen; a type named like
-another module's would be.
+another module's would be. The compiler now refuses a cycle between the targets and a use of a target not depended on;
+what it lets through, and this catches, is a target depending on a peer or on one above it in LAYERS.
 Python 3 only, no packages: the docs tier runs it (Tests/docs/test_layers.py).
 """
 import argparse
@@ -22,6 +24,7 @@ import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 ROOT = REPO / "Sources" / "Bridge"
+PACKAGE = REPO / "Package.swift"
 
 # The intended layers, lowest first (docs/dev/ARCHITECTURE.md#layers). A folder may use only folders of lower layers;
 # folders of one layer are peers and use none of each other.
@@ -194,6 +197,36 @@ def wrong_way(edges) -> list[str]:
     return [f"{a} -> {b}: {name}" for (a, b), names in sorted(edges.items()) if goes_up(a, b) for name in sorted(names)]
 
 
+def package_targets(text: str) -> dict[str, tuple[str, list[str]]]:
+    """folder → (target, the names of its dependencies) for each target whose path is a folder of Sources/Bridge:
+    `bridgeLayer("Folder", "Target", [...])`, or a `.target` with `path: "Sources/Bridge/Folder"`."""
+    found = {}
+    for m in re.finditer(r'bridgeLayer\(\s*"(\w+)",\s*"(\w+)",\s*\[([^\[\]]*)\]\s*\)', text, re.S):
+        found[m.group(1)] = (m.group(2), re.findall(r'"(\w+)"', m.group(3)))
+    for m in re.finditer(r'\.target\(\s*name:\s*"(\w+)",\s*dependencies:\s*\[([^\[\]]*)\]\s*,\s*'
+                         r'path:\s*"Sources/Bridge/(\w+)"', text, re.S):
+        found[m.group(3)] = (m.group(1), re.findall(r'"(\w+)"', m.group(2)))
+    return found
+
+
+def target_problems(folders, text: str) -> list[str]:
+    """A folder that is no target of its own, or a target that depends on a peer's or a higher layer's."""
+    targets = package_targets(text)
+    folder_of = {target: folder for folder, (target, _) in targets.items()}
+    problems = []
+    for folder in sorted(folders):
+        if folder not in targets:
+            problems.append(f"Sources/Bridge/{folder} is no target of its own in Package.swift "
+                            f"(bridgeLayer(\"{folder}\", ...))")
+            continue
+        target, dependencies = targets[folder]
+        for dependency in dependencies:
+            if dependency in folder_of and goes_up(folder, folder_of[dependency]):
+                problems.append(f"{target} ({folder}) depends on {dependency} ({folder_of[dependency]}), "
+                                f"which is not below it")
+    return problems
+
+
 def format_names(names: collections.Counter) -> str:
     return ", ".join(f"{n}×{c}" if c > 1 else n for n, c in sorted(names.items(), key=lambda nc: (-nc[1], nc[0])))
 
@@ -205,6 +238,7 @@ def main() -> int:
                         help="exit 1 on a cycle, a wrong-way reference or a folder without a layer")
     parser.add_argument("--files", action="store_true", help="name the files behind each reference")
     parser.add_argument("--root", type=pathlib.Path, default=ROOT, help=argparse.SUPPRESS)   # the tests' own trees
+    parser.add_argument("--package", type=pathlib.Path, help=argparse.SUPPRESS)              # and their Package.swift
     args = parser.parse_args()
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)           # `| head` ends the output, not in a traceback
 
@@ -247,6 +281,11 @@ def main() -> int:
         for folder in sorted(set(folders) - {f for layer in LAYERS for f in layer}):
             print(f"folder-graph: Sources/Bridge/{folder} has no layer: add it to LAYERS in scripts/folder-graph.py",
                   file=sys.stderr)
+            failed = True
+    package = args.package or (PACKAGE if args.root == ROOT else None)
+    if package:
+        for problem in target_problems(folders, package.read_text()):
+            print(f"folder-graph: {problem} (docs/dev/ARCHITECTURE.md#layers)", file=sys.stderr)
             failed = True
     return 1 if failed else 0
 

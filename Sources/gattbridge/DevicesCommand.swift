@@ -1,5 +1,4 @@
 import ArgumentParser
-import Bridge
 import Codecs
 import Config
 import Logging

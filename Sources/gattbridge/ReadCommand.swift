@@ -1,6 +1,6 @@
-import Bridge
 import ArgumentParser
 import BlueZ
+import BridgeTools
 import Codecs
 import Logging
 

@@ -1,7 +1,7 @@
-import Bridge
 import ArgumentParser
 import BlueZ
 import Bluetooth
+import BridgeTools
 import Durations
 import Logging
 

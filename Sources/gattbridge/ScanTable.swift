@@ -1,4 +1,4 @@
-import Bridge
+import BridgeTools
 
 extension ScanResults {
     /// The table, one string per line (no trailing newlines). The measurements come before the services: the

@@ -1,7 +1,7 @@
 import Bluetooth
 import Codecs
 import FuzzSupport
-@testable import Bridge
+@testable import BridgeModel
 @testable import Config
 
 /// A bridge API request (docs/bridge-api.md): the first byte picks the verb (or an unknown one), the rest is the payload. Parsing

@@ -1,4 +1,7 @@
-@testable import Bridge
+@testable import BridgeChannels
+@testable import BridgeFeatures
+@testable import BridgeModel
+@testable import BridgeSession
 import Codecs
 import Config
 import FuzzSupport

@@ -1,19 +1,20 @@
 import BlueZ
 import Bluetooth
+import BridgeModel
 import Codecs
 import Config
 
 /// What the core knows about its adapters (docs/adapters.md): which of BlueZ's adapters the config uses, each one's health,
 /// which adapters saw which device how strongly, and where each device is placed. A value type the core owns; the
 /// decisions are `AdapterChoice`'s and `AdapterHealthMachine`'s, this keeps their inputs.
-struct AdapterSet {
-    var settings: BluetoothSettings
+package struct AdapterSet {
+    package var settings: BluetoothSettings
     /// The adapters BlueZ has that the config uses, by name.
-    private(set) var present: [String: AdapterInfo] = [:]
-    private(set) var health: [String: AdapterHealthMachine] = [:]
+    package private(set) var present: [String: AdapterInfo] = [:]
+    package private(set) var health: [String: AdapterHealthMachine] = [:]
     /// Device name → adapter name.
-    private(set) var placed: [String: String] = [:]
-    private(set) var online: Set<String> = []
+    package private(set) var placed: [String: String] = [:]
+    package private(set) var online: Set<String> = []
     /// Adapters a missing device was moved away from while their operations were failing. The wedge rule keeps
     /// counting for them until an operation through them works: otherwise a device that fails over to another
     /// adapter (after `AnyAdapterDiscovery`'s head start) would leave the wedged one unhealed, its capacity lost.
@@ -34,14 +35,14 @@ struct AdapterSet {
     /// devices at once.
     static let settle: Duration = .seconds(5)
 
-    init(settings: BluetoothSettings, window: Duration) {
+    package init(settings: BluetoothSettings, window: Duration) {
         self.settings = settings
         self.window = window
     }
 
     /// BlueZ's adapters changed: keeps those the config uses. Health survives an adapter's power cycle, and starts
     /// afresh when an adapter reappears after being removed.
-    mutating func update(_ adapters: [AdapterInfo]) {
+    package mutating func update(_ adapters: [AdapterInfo]) {
         let used = adapters.filter { settings.uses($0.name) }
         present = Dictionary(used.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         health = health.filter { present[$0.key] != nil }
@@ -53,27 +54,28 @@ struct AdapterSet {
 
     /// Whether the BlueZ adapter at `path` is one the config uses. BlueZ lists what every adapter of the host hears;
     /// an adapter the config leaves out (another bridge's radio on the same host, say) is not this bridge's hearing.
-    func uses(adapterPath path: String) -> Bool {
+    package func uses(adapterPath path: String) -> Bool {
         present.values.contains { $0.path == path }
     }
 
     /// The devices whose sightings count; sightings of any other address are dropped.
-    mutating func watch(_ devices: [DeviceConfig]) {
+    package mutating func watch(_ devices: [DeviceConfig]) {
         watched = Set(devices.map(\.address))
         sightings = sightings.filter { watched.contains($0.key) }
     }
 
-    mutating func saw(_ address: BluetoothAddress, adapter: String, rssi: Int?, at now: ContinuousClock.Instant) {
+    package mutating func saw(_ address: BluetoothAddress, adapter: String, rssi: Int?,
+                              at now: ContinuousClock.Instant) {
         guard present[adapter] != nil, watched.contains(address) else { return }
         sightings[address, default: [:]][adapter] = AdapterChoice.Sighting(rssi: rssi, at: now)
     }
 
     /// The device's sighting by `adapter` no longer holds (BlueZ removed the object, or the adapter went).
-    mutating func lostSight(_ address: BluetoothAddress, adapter: String) {
+    package mutating func lostSight(_ address: BluetoothAddress, adapter: String) {
         sightings[address]?[adapter] = nil
     }
 
-    mutating func setOnline(_ device: String, _ value: Bool) {
+    package mutating func setOnline(_ device: String, _ value: Bool) {
         if value { online.insert(device) } else { online.remove(device) }
     }
 
@@ -137,7 +139,7 @@ struct AdapterSet {
 
     /// The object paths of the adapters that listen for any missing `adapter: any` device: present, powered and
     /// healthy (a recovering adapter's discovery is the recovery ladder's business).
-    var listening: Set<String> {
+    package var listening: Set<String> {
         Set(present.values.filter { $0.powered && (health[$0.name]?.isHealthy ?? true) }.map(\.path))
     }
 
@@ -151,7 +153,7 @@ struct AdapterSet {
         abandoned.contains(adapter) || placed.contains { $0.value == adapter && !online.contains($0.key) }
     }
 
-    mutating func feed(_ adapter: String, _ input: AdapterHealthMachine.Input,
+    package mutating func feed(_ adapter: String, _ input: AdapterHealthMachine.Input,
                        now: ContinuousClock.Instant) -> [AdapterHealthMachine.Action] {
         guard health[adapter] != nil else { return [] }
         switch input {
@@ -203,10 +205,10 @@ public struct AdapterStatus: Sendable, Equatable {
         ])
     }
 
-    static func json(_ list: [AdapterStatus]) -> JSONValue { .array(list.map(\.json)) }
+    package static func json(_ list: [AdapterStatus]) -> JSONValue { .array(list.map(\.json)) }
 
     /// `B/bridge/adapters`; `B/bridge/<id>/adapters` in a fleet. With the statuses, not with `AdapterFeature`: Home
     /// Assistant's bridge device names it too, and sits below `Features/`, where that feature goes
     /// (docs/dev/ARCHITECTURE.md#layers).
-    static func topic(_ topics: BridgeTopics) -> String { topics.bridgeOwn("adapters") }
+    package static func topic(_ topics: BridgeTopics) -> String { topics.bridgeOwn("adapters") }
 }

@@ -1,3 +1,4 @@
+import BridgeSession
 import Synchronization
 
 /// Discovery for the sessions of devices with `adapter: any` (docs/adapters.md). A session looks for its missing device
@@ -11,7 +12,7 @@ import Synchronization
 /// The calls into the coordinator are made under the lock, so a session's want/release and the core's adapter
 /// updates reach it in the order they happened (the coordinator only queues them; nothing here blocks). The delay
 /// runs wherever `schedule` puts it (the core: a job in its adapter task group).
-final class AnyAdapterDiscovery: DiscoveryControl, Sendable {
+package final class AnyAdapterDiscovery: DiscoveryControl, Sendable {
     static let widenAfter: Duration = .seconds(10)
 
     private struct Want {
@@ -34,13 +35,13 @@ final class AnyAdapterDiscovery: DiscoveryControl, Sendable {
     private let state = Mutex(State())
 
     /// `schedule(delay, body)` runs `body` after `delay` (or never, at shutdown).
-    init(inner: any DiscoveryControl,
+    package init(inner: any DiscoveryControl,
          schedule: @escaping @Sendable (Duration, @escaping @Sendable () -> Void) -> Void) {
         self.inner = inner
         self.schedule = schedule
     }
 
-    func want(_ device: String, adapter: String) {
+    package func want(_ device: String, adapter: String) {
         let token: UInt64 = state.withLock { s in
             if let previous = s.wanted[device] { stopListening(previous, device, except: adapter, &s) }
             s.nextToken &+= 1
@@ -51,7 +52,7 @@ final class AnyAdapterDiscovery: DiscoveryControl, Sendable {
         schedule(Self.widenAfter) { [weak self] in self?.widen(device, token: token) }
     }
 
-    func release(_ device: String, adapter: String) {
+    package func release(_ device: String, adapter: String) {
         state.withLock { s in
             if let previous = s.wanted.removeValue(forKey: device) { stopListening(previous, device, except: nil, &s) }
             inner.release(device, adapter: adapter)
@@ -59,7 +60,7 @@ final class AnyAdapterDiscovery: DiscoveryControl, Sendable {
     }
 
     /// The adapters that may join a search changed: widened searches start or stop listening through them.
-    func setAdapters(_ paths: Set<String>) {
+    package func setAdapters(_ paths: Set<String>) {
         state.withLock { s in
             guard paths != s.adapters else { return }
             let added = paths.subtracting(s.adapters), removed = s.adapters.subtracting(paths)

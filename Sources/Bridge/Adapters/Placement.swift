@@ -6,8 +6,8 @@ import Config
 /// adapter (`AdapterSet`) and says who must hear of it. Only changes are told: a session hears its adapter when the
 /// adapter or its power changed, the fleet hears a device's room when that changed, the features hear the adapter
 /// list when it or the placement changed.
-struct Placement: Sendable {
-    enum Notice: Sendable, Equatable {
+package struct Placement: Sendable {
+    package enum Notice: Sendable, Equatable {
         /// Tell the device's session its adapter (nil: none usable).
         case adapter(device: String, AdapterInfo?)
         /// Fleet: whether this bridge has room for the device (`CoreEvent.room`).
@@ -17,7 +17,7 @@ struct Placement: Sendable {
         case moved(device: String, to: String?)
     }
 
-    var set: AdapterSet
+    package var set: AdapterSet
     /// What each session was last told about its adapter (absent: nothing yet).
     private(set) var toldAdapter: [String: AdapterInfo?] = [:]
     /// Fleet: what was last told about each device's room.
@@ -25,13 +25,13 @@ struct Placement: Sendable {
     private var lastStatuses: [AdapterStatus]?
     private var lastPlacement: [String: String] = [:]
 
-    init(set: AdapterSet) {
+    package init(set: AdapterSet) {
         self.set = set
     }
 
     /// `sessions`: the devices with a running session; `fleet`: whether the bridge is in one, and `listeningOnly` the
     /// devices it does not own there (they listen, they do not connect).
-    mutating func place(_ devices: [DeviceConfig], sessions: some Sequence<String>, fleet: Bool,
+    package mutating func place(_ devices: [DeviceConfig], sessions: some Sequence<String>, fleet: Bool,
                         listeningOnly: Set<String>) -> [Notice] {
         var out = set.place(devices, listeningOnly: listeningOnly).map { Notice.moved(device: $0, to: set.placed[$0]) }
         for name in sessions {
@@ -56,7 +56,7 @@ struct Placement: Sendable {
     }
 
     /// The adapter list, when it or the placement changed since last told.
-    mutating func adapterList() -> [Notice] {
+    package mutating func adapterList() -> [Notice] {
         let statuses = set.statuses
         guard statuses != lastStatuses || set.placed != lastPlacement else { return [] }
         lastStatuses = statuses
@@ -65,7 +65,8 @@ struct Placement: Sendable {
     }
 
     /// Where a new session starts; remembered as told.
-    mutating func initialAdapter(for device: String, _ devices: [DeviceConfig], listeningOnly: Set<String>) -> AdapterInfo? {
+    package mutating func initialAdapter(for device: String, _ devices: [DeviceConfig],
+                                         listeningOnly: Set<String>) -> AdapterInfo? {
         _ = set.place(devices, listeningOnly: listeningOnly)
         let info = set.adapter(of: device)
         toldAdapter[device] = .some(info)
@@ -73,14 +74,14 @@ struct Placement: Sendable {
     }
 
     /// The device left the config: placed anew, told anew if it comes back.
-    mutating func forget(_ device: DeviceConfig) {
+    package mutating func forget(_ device: DeviceConfig) {
         set.forget(device)
         toldAdapter[device.name] = nil
         toldRoom[device.name] = nil
     }
 
     /// bluetoothd left: no adapters, and every session was told so.
-    mutating func bluezGone() {
+    package mutating func bluezGone() {
         set.update([])
         toldAdapter = toldAdapter.mapValues { _ in nil }
     }

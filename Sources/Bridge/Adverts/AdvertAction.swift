@@ -1,4 +1,5 @@
 import Adverts
+import BridgeModel
 import Codecs
 import Config
 

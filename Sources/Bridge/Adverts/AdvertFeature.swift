@@ -1,4 +1,7 @@
 import Adverts
+import BridgeFeatureHost
+import BridgeHomeAssistant
+import BridgeModel
 import Codecs
 import Config
 import Logging

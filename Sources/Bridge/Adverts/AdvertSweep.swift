@@ -1,3 +1,4 @@
+import BridgeHomeAssistant
 import Config
 import MQTT
 

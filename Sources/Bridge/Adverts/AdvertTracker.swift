@@ -1,5 +1,6 @@
 import Adverts
 import Bluetooth
+import BridgeModel
 import Config
 
 /// The passive half of the bridge (docs/adverts.md): broadcasts in, what to publish out. Pure: no I/O, the time is

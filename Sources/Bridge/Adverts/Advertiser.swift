@@ -1,4 +1,5 @@
 import Adverts
+import BridgeModel
 import Config
 
 /// What `AdvertTracker` remembers of one broadcaster: a saved device with `advert:`, or an `auto` one. Its size is

@@ -10,12 +10,14 @@
 ///   first one for a device, is told.
 ///
 /// Bounded by the passive devices of the config (`keep`) times the bridge's adapters.
-struct PassiveSightings: Sendable {
+package struct PassiveSightings: Sendable {
+    package init() {}
+
     /// Passive sensors broadcast every few seconds to every minute: an adapter's report is current this long.
     static let window: Duration = .seconds(60)
 
     /// What `report` and `lost` ask to tell the device's ownership machine.
-    enum Tell: Sendable, Equatable {
+    package enum Tell: Sendable, Equatable {
         case rssi(Int)
         case unseen
     }
@@ -24,18 +26,18 @@ struct PassiveSightings: Sendable {
     private var told: [String: Int] = [:]
 
     /// The device entered the config, or came again: its ownership machine may be new, so its next report is told.
-    mutating func restart(_ name: String) {
+    package mutating func restart(_ name: String) {
         told[name] = nil
     }
 
     /// Forgets the devices no longer in the config.
-    mutating func keep(_ names: Set<String>) {
+    package mutating func keep(_ names: Set<String>) {
         told = told.filter { names.contains($0.key) }
         heard = heard.filter { names.contains($0.key) }
     }
 
     /// `adapter` heard the device `name` at `rssi`: the strongest current report, when it is news.
-    mutating func report(_ name: String, adapter: String, rssi: Int, now: ContinuousClock.Instant) -> Tell? {
+    package mutating func report(_ name: String, adapter: String, rssi: Int, now: ContinuousClock.Instant) -> Tell? {
         var adapters = (heard[name] ?? [:]).filter { now - $0.value.at < Self.window }
         adapters[adapter] = (rssi, now)
         heard[name] = adapters
@@ -43,7 +45,7 @@ struct PassiveSightings: Sendable {
     }
 
     /// BlueZ dropped the device's object under `adapter`: the strongest report of the other adapters, or unseen.
-    mutating func lost(_ name: String, adapter: String, now: ContinuousClock.Instant) -> Tell? {
+    package mutating func lost(_ name: String, adapter: String, now: ContinuousClock.Instant) -> Tell? {
         let adapters = (heard[name] ?? [:]).filter { $0.key != adapter && now - $0.value.at < Self.window }
         heard[name] = adapters.isEmpty ? nil : adapters
         guard !adapters.isEmpty else {

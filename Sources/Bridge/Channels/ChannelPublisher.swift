@@ -1,3 +1,4 @@
+import BridgeModel
 import Codecs
 import Config
 import Logging
@@ -6,7 +7,7 @@ import Synchronization
 /// Turns characteristic bytes into MQTT messages for one channel: decode by codec (and `values`), frame text into
 /// lines, publish with the channel's QoS and retain flag. It sits on the notification hot path, so it does no more than
 /// one decode and one publish per value (text channels also keep a line buffer).
-final class ChannelPublisher: Sendable {
+package final class ChannelPublisher: Sendable {
     let channel: ChannelConfig
     let topic: String
     private let mqtt: any MessagePublisher
@@ -60,7 +61,7 @@ final class ChannelPublisher: Sendable {
         }
     }
 
-    init(channel: ChannelConfig, topic: String, publisher: any MessagePublisher, logger: Logger) {
+    package init(channel: ChannelConfig, topic: String, publisher: any MessagePublisher, logger: Logger) {
         self.channel = channel
         self.topic = topic
         self.mqtt = publisher
@@ -75,7 +76,7 @@ final class ChannelPublisher: Sendable {
 
     /// A value read (a poll or a `get`): a whole value, never spliced into a notify text channel's partial line.
     /// A trailing delimiter is dropped, as the framer would.
-    func publishRead(_ bytes: [UInt8]) {
+    package func publishRead(_ bytes: [UInt8]) {
         guard channel.codecKind == .text else { return bytes.withUnsafeBytes { decodeAndSend($0) } }
         var line = String(decoding: bytes, as: UTF8.self)
         if !channel.delimiter.isEmpty, line.hasSuffix(channel.delimiter) { line.removeLast(channel.delimiter.count) }
@@ -128,13 +129,13 @@ final class ChannelPublisher: Sendable {
     }
 
     /// Publishes the partial line a text channel holds (at disconnect, so nothing is lost).
-    func flush() {
+    package func flush() {
         if let line = text?.flushNow() { send(channel.codec.mapLine(line)) }
     }
 
     /// The payload an event channel publishes for one action: the name of the `values` entry it matched, else the
     /// decoded value itself (docs/home-assistant.md). `decoded` may already be the name (the codec maps values) or the raw value.
-    static func eventPayload(for channel: ChannelConfig, decoded: String) -> String {
+    package static func eventPayload(for channel: ChannelConfig, decoded: String) -> String {
         let values = channel.values
         let eventType = values.contains(where: { $0.key == decoded }) ? decoded
             : values.first(where: { $0.value == decoded })?.key ?? decoded
@@ -154,10 +155,10 @@ final class ChannelPublisher: Sendable {
     }
 
     /// The last payload published, nil before the first: the device's latest value as the read model shows it.
-    var lastPayload: String? { last.withLock { $0.isSet ? String(decoding: $0.utf8, as: UTF8.self) : nil } }
+    package var lastPayload: String? { last.withLock { $0.isSet ? String(decoding: $0.utf8, as: UTF8.self) : nil } }
 
     /// Publishes the last value again (nothing if there was none).
-    func republish() {
+    package func republish() {
         guard let payload = lastPayload else { return }
         mqtt.publish(topic, payload, qos: qos, retain: retain)
     }
@@ -217,7 +218,7 @@ final class TextState: Sendable {
 /// D-Bus loop thread on the fd path). Values that arrive before the session has accepted the subscription (other
 /// channels still subscribing) are held and published first on `open()`, in order; after `close()` (the subscription
 /// was rejected as stale) nothing more is published.
-final class NotificationGate: Sendable {
+package final class NotificationGate: Sendable {
     private enum Phase {
         case holding([[UInt8]])
         case open
@@ -228,12 +229,12 @@ final class NotificationGate: Sendable {
     /// Held while publishing, so a value read during `open()` cannot overtake the held ones.
     private let phase = Mutex(Phase.holding([]))
 
-    init(publisher: ChannelPublisher) {
+    package init(publisher: ChannelPublisher) {
         self.publisher = publisher
     }
 
     /// One value, lent by the reader (valid only during the call): published from where it is, or copied to be held.
-    func deliver(_ value: UnsafeRawBufferPointer) {
+    package func deliver(_ value: UnsafeRawBufferPointer) {
         phase.withLock { phase in
             switch phase {
             case .open:
@@ -248,7 +249,7 @@ final class NotificationGate: Sendable {
         }
     }
 
-    func open() {
+    package func open() {
         phase.withLock { phase in
             guard case .holding(let held) = phase else { return }
             phase = .open
@@ -256,7 +257,7 @@ final class NotificationGate: Sendable {
         }
     }
 
-    func close() {
+    package func close() {
         phase.withLock { $0 = .closed }
     }
 }

@@ -3,13 +3,13 @@ import Codecs
 import Config
 
 /// Turns an MQTT `set` payload into what is written to the characteristic, and writes it.
-enum CommandEncoding {
-    struct Rejection: Error, CustomStringConvertible {
-        let description: String
+package enum CommandEncoding {
+    package struct Rejection: Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// Bytes to write. Text gets its write delimiter here; it is chunked at write time, when the MTU is known.
-    static func encode(_ payload: [UInt8], for channel: ChannelConfig) throws(Rejection) -> [UInt8] {
+    package static func encode(_ payload: [UInt8], for channel: ChannelConfig) throws(Rejection) -> [UInt8] {
         guard let text = String(validating: payload, as: UTF8.self) else {
             throw Rejection(description: "payload for \(channel.name) is not valid UTF-8")
         }
@@ -24,14 +24,14 @@ enum CommandEncoding {
     }
 
     /// With response when configured, else when the characteristic allows it, else without.
-    static func writeType(_ channel: ChannelConfig, _ info: GattCharacteristicInfo) -> GattWriteType {
+    package static func writeType(_ channel: ChannelConfig, _ info: GattCharacteristicInfo) -> GattWriteType {
         if let withResponse = channel.writeWithResponse { return withResponse ? .request : .command }
         return info.canWrite ? .request : .command
     }
 
     /// What one command writes, in order: text in chunks of MTU − 3 bytes (20 when the MTU is unknown), cut between
     /// characters (a receiver may decode each write on its own); other codecs in one write.
-    static func chunks(_ bytes: [UInt8], channel: ChannelConfig, mtu: Int?) -> [[UInt8]] {
+    package static func chunks(_ bytes: [UInt8], channel: ChannelConfig, mtu: Int?) -> [[UInt8]] {
         guard channel.codecKind == .text else { return [bytes] }
         // `encode` validated the UTF-8 and appended the delimiter, so decoding gives back exactly these bytes.
         return textChunks(String(decoding: bytes, as: UTF8.self), delimiter: "", mtu: mtu)

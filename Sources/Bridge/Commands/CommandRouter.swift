@@ -1,11 +1,20 @@
+import BridgeFeatureHost
+import BridgeModel
+import BridgeSession
 import MQTT
 import Synchronization
 
 /// Takes every broker message on the thread that received it: commands straight to their device's session inbox
 /// through the `CommandTable` the core published last, everything else to the features. No turn of the core on the
 /// way; only a command for a held device (docs/fleet.md) goes to the core, which keeps it until the hold ends.
-final class CommandRouter: Sendable {
-    struct Routes: Sendable {
+package final class CommandRouter: Sendable {
+    package struct Routes: Sendable {
+        package init(table: CommandTable, targets: [String: DeviceSession], fleet: FleetView) {
+            self.table = table
+            self.targets = targets
+            self.fleet = fleet
+        }
+
         let table: CommandTable
         /// The running sessions, by device name.
         let targets: [String: DeviceSession]
@@ -20,25 +29,25 @@ final class CommandRouter: Sendable {
     /// A command for a held device, to the core.
     private let held: @Sendable (_ device: String, MQTTMessage) -> Void
 
-    init(routes: Routes, host: FeatureHost, held: @escaping @Sendable (_ device: String, MQTTMessage) -> Void) {
+    package init(routes: Routes, host: FeatureHost, held: @escaping @Sendable (_ device: String, MQTTMessage) -> Void) {
         self.routes = Mutex(routes)
         self.host = host
         self.held = held
     }
 
     /// The core publishes a new table after every change of its config, its sessions or the fleet's view.
-    func publish(_ new: Routes) {
+    package func publish(_ new: Routes) {
         routes.withLock { $0 = new }
     }
 
     /// The running session of `device`, as of the last table.
-    func session(_ device: String) -> DeviceSession? { routes.withLock { $0.targets[device] } }
+    package func session(_ device: String) -> DeviceSession? { routes.withLock { $0.targets[device] } }
 
     /// The fleet's view as of the last table, for readers outside the core's loop.
-    var fleet: FleetView { routes.withLock { $0.fleet } }
+    package var fleet: FleetView { routes.withLock { $0.fleet } }
 
     /// Also how the core replays a command it held, once the hold has ended.
-    func route(_ message: MQTTMessage) {
+    package func route(_ message: MQTTMessage) {
         let current = routes.withLock { $0 }
         switch current.table.resolve(message, owns: current.fleet.owns) {
         case .notACommand:
@@ -65,7 +74,7 @@ final class CommandRouter: Sendable {
         }
     }
 
-    func reject(_ message: MQTTMessage, _ reason: String, payload: Bool = false, table: CommandTable? = nil) {
+    package func reject(_ message: MQTTMessage, _ reason: String, payload: Bool = false, table: CommandTable? = nil) {
         let table = table ?? routes.withLock { $0.table }
         host.emit(.rejected(table.rejection(message, reason, payload: payload)))
     }

@@ -1,10 +1,12 @@
+import BridgeModel
+import BridgeSession
 import Config
 import MQTT
 
 /// Where `B/D/C/set|get` goes, and every check a command passes before it reaches its device, in one place: an
 /// immutable table the core builds from its config and sessions after each change (`CommandRouter` publishes it),
 /// so a command is checked and routed on the thread that received it, without a turn of the core.
-struct CommandTable: Sendable {
+package struct CommandTable: Sendable {
     /// What `resolve` made of a message.
     enum Resolution {
         /// Not `B/+/+/set|get`: for the features.
@@ -27,7 +29,7 @@ struct CommandTable: Sendable {
     /// Devices with a running session, by topic level.
     private let devices: [String: DeviceConfig]
 
-    init(config: BridgeConfig, running: Set<String>) {
+    package init(config: BridgeConfig, running: Set<String>) {
         topics = BridgeTopics(settings: config.mqtt)
         replyRule = ReplyTopicRule(config: config)
         var devices: [String: DeviceConfig] = [:]

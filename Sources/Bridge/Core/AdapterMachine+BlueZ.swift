@@ -1,5 +1,7 @@
 import BlueZ
 import Bluetooth
+import BridgeAdverts
+import BridgeModel
 import Config
 
 /// BlueZ's facts as the core's machine takes them (`AdapterMachine`): bluetoothd leaving and returning, adapters changing (read again, one

@@ -1,4 +1,7 @@
 import BlueZ
+import BridgeAdapters
+import BridgeAdverts
+import BridgeModel
 import Config
 import Logging
 

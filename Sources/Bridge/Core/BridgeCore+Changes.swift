@@ -1,3 +1,4 @@
+import BridgeFeatureHost
 import Config
 
 /// Config changes: reloads and the bridge API's device changes, applied as a diff (`ConfigDiff`) one after another

@@ -1,4 +1,5 @@
 import BlueZ
+import BridgeModel
 import Config
 import Logging
 

@@ -1,5 +1,6 @@
 import BlueZ
 import Bluetooth
+import BridgeFeatureHost
 import Config
 import MQTT
 

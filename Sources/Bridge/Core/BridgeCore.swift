@@ -1,5 +1,11 @@
 import BlueZ
 import Bluetooth
+import BridgeAdapters
+import BridgeCommands
+import BridgeFeatureHost
+import BridgeModel
+import BridgePairing
+import BridgeSession
 import Config
 import Logging
 import MQTT

@@ -1,4 +1,5 @@
 import BlueZ
+import BridgeFeatureHost
 import Config
 import MQTT
 

@@ -1,4 +1,6 @@
 import BlueZ
+import BridgeAdapters
+import BridgeSession
 import Logging
 
 /// Work the core's loop hands off because it takes time: reading BlueZ's adapters, a timer, a recovery step,

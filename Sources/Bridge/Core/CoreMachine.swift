@@ -1,5 +1,8 @@
 import BlueZ
 import Bluetooth
+import BridgeAdapters
+import BridgeFeatureHost
+import BridgeModel
 import Config
 import Logging
 import MQTT

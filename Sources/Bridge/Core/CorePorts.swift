@@ -1,4 +1,5 @@
 import BlueZ
+import BridgeSession
 import MQTT
 
 /// The core's ports: what `BridgeCore` needs of the world, each as narrow as its use. The daemon plugs in

@@ -1,4 +1,5 @@
 import BlueZ
+import BridgeSession
 import Logging
 import ServiceLifecycle
 

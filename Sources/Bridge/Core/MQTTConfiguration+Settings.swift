@@ -1,3 +1,4 @@
+import BridgeModel
 import Config
 import MQTT
 

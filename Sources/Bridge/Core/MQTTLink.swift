@@ -1,3 +1,5 @@
+import BridgeFeatureHost
+import BridgeModel
 import MQTT
 import Synchronization
 
@@ -57,7 +59,7 @@ public final class MQTTLink: BrokerLink, Sendable {
 
 /// The real broker status the features read (`BrokerStatus`).
 extension MQTTLink: BrokerStatus {
-    var connectionState: MQTTConnectionState { client.connectionState }
-    var offlineBufferCount: Int { client.offlineBufferCount }
-    var droppedWhileOffline: Int { client.droppedWhileOffline }
+    package var connectionState: MQTTConnectionState { client.connectionState }
+    package var offlineBufferCount: Int { client.offlineBufferCount }
+    package var droppedWhileOffline: Int { client.droppedWhileOffline }
 }

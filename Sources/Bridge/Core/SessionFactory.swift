@@ -1,5 +1,12 @@
 import BlueZ
 import Bluetooth
+import BridgeAdapters
+import BridgeCommands
+import BridgeFeatureHost
+import BridgeFleet
+import BridgeModel
+import BridgePairing
+import BridgeSession
 import Config
 import Logging
 

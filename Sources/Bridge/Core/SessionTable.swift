@@ -1,4 +1,7 @@
 import Bluetooth
+import BridgeFeatureHost
+import BridgeFleet
+import BridgeSession
 import Config
 
 /// The core's running sessions: by device name (the router's targets), by address (BlueZ's facts name devices by

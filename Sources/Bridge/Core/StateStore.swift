@@ -1,3 +1,4 @@
+import BridgeFeatureHost
 import Synchronization
 
 /// Holds the current `BridgeState`. The core's loop and its sessions' reports write it (any thread, never blocking:

@@ -1,3 +1,4 @@
+import BridgeModel
 import MQTT
 import Config
 

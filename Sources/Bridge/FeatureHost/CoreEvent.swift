@@ -1,3 +1,6 @@
+import BridgeAdapters
+import BridgeModel
+import BridgeSession
 import Config
 import MQTT
 

@@ -3,7 +3,7 @@ import Synchronization
 /// Waits for `work` but no longer than `limit`; returns false on timeout. Used on shutdown, where systemd expects
 /// us gone within seconds even if bluetoothd does not answer. Unstructured on purpose: a child task the caller had
 /// to await would defeat the bound; the work keeps running after a timeout, and the process is about to exit.
-func finish(within limit: Duration, _ work: @escaping @Sendable () async -> Void) async -> Bool {
+package func finish(within limit: Duration, _ work: @escaping @Sendable () async -> Void) async -> Bool {
     let once = Once()
     return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
         Task {

@@ -46,7 +46,7 @@ public protocol DeviceManaging: AnyObject, Sendable {
 }
 
 /// The core as the host knows it: set once the core runs.
-final class CoreReference: Sendable {
+package final class CoreReference: Sendable {
     private struct Weak: @unchecked Sendable {
         weak var value: (any DeviceManaging)?
     }
@@ -54,7 +54,7 @@ final class CoreReference: Sendable {
 
     var core: (any DeviceManaging)? { state.withLock { $0.value } }
 
-    func set(_ core: any DeviceManaging) { state.withLock { $0.value = core } }
+    package func set(_ core: any DeviceManaging) { state.withLock { $0.value = core } }
 }
 
 extension FeatureContext {
@@ -85,13 +85,13 @@ extension FeatureContext {
     }
 
     /// The adverts feature says what it published for a passive device (`PassiveReadings`).
-    func recordReading(device: String, name: String, payload: String) {
+    package func recordReading(device: String, name: String, payload: String) {
         host.passiveReadings.record(device: device, name: name, payload: payload)
     }
 
-    var passiveReadings: PassiveReadings { host.passiveReadings }
-    var recentLog: RecentLog { host.recentLog }
-    var publishedListing: PublishedListing { host.publishedListing }
+    package var passiveReadings: PassiveReadings { host.passiveReadings }
+    package var recentLog: RecentLog { host.recentLog }
+    package var publishedListing: PublishedListing { host.publishedListing }
 
     /// Adds or removes a device (docs/bridge-api.md) through the core.
     public func updateDevices(_ change: DeviceChange) async -> Result<DeviceConfig, DeviceChangeError>? {

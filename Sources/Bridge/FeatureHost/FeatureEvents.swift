@@ -8,7 +8,7 @@ import Synchronization
 /// inbox into the features' unbounded event streams and grow the heap by megabytes. Past `limit` the pump waits for
 /// the features (`belowLimit`), the client's inbox fills behind it, and the network thread drops and counts the
 /// excess as it does for any flood (docs/security.md, "Memory bounds under floods").
-final class FeatureBacklog: Sendable {
+package final class FeatureBacklog: Sendable {
     let limit: Int
     private struct State {
         var bytes = 0
@@ -30,7 +30,7 @@ final class FeatureBacklog: Sendable {
     }
 
     /// A feature handled a message of `count` bytes.
-    func release(_ count: Int) {
+    package func release(_ count: Int) {
         guard count > 0 else { return }
         let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.bytes -= count
@@ -43,7 +43,7 @@ final class FeatureBacklog: Sendable {
 
     /// Returns once less than `limit` bytes wait in the features (at once when so already), or the bridge stops.
     /// The pump asks after every message: the common case is one lock and no continuation.
-    func belowLimit() async {
+    package func belowLimit() async {
         guard state.withLock({ $0.bytes >= limit && !$0.closed }) else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let waiting = state.withLock { state in
@@ -68,9 +68,9 @@ final class FeatureBacklog: Sendable {
 
 /// One event on its way to one feature; `bytes` is what it counts in the `FeatureBacklog` (a routed broker
 /// message's footprint, 0 for everything else).
-struct FeatureDelivery: Sendable {
+package struct FeatureDelivery: Sendable {
     let event: CoreEvent
-    let bytes: Int
+    package let bytes: Int
 }
 
 /// A feature's events. Iterating it releases a message's bytes from the backlog when the next event is asked for,
@@ -80,7 +80,7 @@ public struct FeatureEvents: AsyncSequence, Sendable {
     public typealias Element = CoreEvent
     public typealias Failure = Never
 
-    let deliveries: AsyncStream<FeatureDelivery>
+    package let deliveries: AsyncStream<FeatureDelivery>
     let backlog: FeatureBacklog
 
     public struct AsyncIterator: AsyncIteratorProtocol {

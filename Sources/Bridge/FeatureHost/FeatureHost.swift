@@ -1,8 +1,9 @@
+import BridgeModel
 import MQTT
 import Synchronization
 
 /// What a feature asks of the core.
-enum CoreRequest: Sendable {
+package enum CoreRequest: Sendable {
     case republish(states: Bool)
     /// Fleet: this bridge now owns `device` (by name), or no longer does.
     case ownership(device: String, owned: Bool)
@@ -15,12 +16,12 @@ enum CoreRequest: Sendable {
 /// Fans the core's events out to the features (one stream each, so a slow feature delays only itself) and routes
 /// broker messages on their topic filters to them. Emitting never blocks: it is called from session loops, the
 /// command router and the core's loop alike.
-final class FeatureHost: Sendable {
+package final class FeatureHost: Sendable {
     let link: any BrokerLink
     let requests: AsyncStream<CoreRequest>.Continuation
-    let requestStream: AsyncStream<CoreRequest>
+    package let requestStream: AsyncStream<CoreRequest>
     /// The core, for features that change the device list (the bridge API).
-    let core = CoreReference()
+    package let core = CoreReference()
     private struct State {
         var outlets: [AsyncStream<FeatureDelivery>.Continuation] = []
         /// The outlets of the features that want `CoreEvent.broadcast`.
@@ -38,24 +39,24 @@ final class FeatureHost: Sendable {
     /// Broker messages routed to features and not yet handled, at most this many bytes (`FeatureBacklog`): as much
     /// as the MQTT client's own inbox may hold.
     static let backlogLimit = MQTTClient.inboxLimit
-    let backlog = FeatureBacklog(limit: FeatureHost.backlogLimit)
+    package let backlog = FeatureBacklog(limit: FeatureHost.backlogLimit)
     /// Answers to the bridge's own requests (the web page's), kept off the broker.
-    let localReplies = LocalReplies()
+    package let localReplies = LocalReplies()
     /// What was published on `B/bridge/log` lately, and the passive devices' last readings: readers outside MQTT
     /// show what MQTT shows.
-    let recentLog = RecentLog()
-    let passiveReadings = PassiveReadings()
+    package let recentLog = RecentLog()
+    package let passiveReadings = PassiveReadings()
     /// The `B/bridge/devices` listing as last made (`BridgeAPIFeature`), owners and all.
-    let publishedListing = PublishedListing()
+    package let publishedListing = PublishedListing()
     private let state = Mutex(State())
 
-    init(link: any BrokerLink) {
+    package init(link: any BrokerLink) {
         self.link = link
         (requestStream, requests) = AsyncStream.makeStream(of: CoreRequest.self)
     }
 
     /// Registers a feature: its event stream and its context.
-    func attach(broadcasts: Bool = false) -> (FeatureEvents, FeatureContext) {
+    package func attach(broadcasts: Bool = false) -> (FeatureEvents, FeatureContext) {
         let (stream, outlet) = AsyncStream.makeStream(of: FeatureDelivery.self)
         let id = state.withLock { state in
             state.outlets.append(outlet)
@@ -66,11 +67,11 @@ final class FeatureHost: Sendable {
     }
 
     /// The feature's run ended: its stream ends, and what is routed to it from now on is not counted.
-    func detach(_ context: FeatureContext) {
+    package func detach(_ context: FeatureContext) {
         state.withLock { $0.outlets[context.id] }.finish()
     }
 
-    func emit(_ event: CoreEvent) {
+    package func emit(_ event: CoreEvent) {
         let delivery = FeatureDelivery(event: event, bytes: 0)
         if case .broadcast = event {
             for outlet in state.withLock({ $0.broadcastOutlets }) { outlet.yield(delivery) }
@@ -80,7 +81,7 @@ final class FeatureHost: Sendable {
     }
 
     /// Hands a broker message to every feature with a matching filter; false when none has one.
-    func route(_ message: MQTTMessage) -> Bool {
+    package func route(_ message: MQTTMessage) -> Bool {
         let (outlets, targets) = state.withLock { state in
             if state.stateFilters.contains(where: { MQTTTopic.matches(filter: $0, topic: message.topic) }) {
                 if message.payload.isEmpty {
@@ -139,12 +140,12 @@ final class FeatureHost: Sendable {
     }
 
     /// A reload swapped in a new client, which starts without subscriptions.
-    func resubscribe(on client: MQTTClient) {
+    package func resubscribe(on client: MQTTClient) {
         for filter in Set(state.withLock { $0.filters.map(\.filter) }) { client.subscribe(filter, qos: .atLeastOnce) }
     }
 
     /// Ends every feature's stream (the bridge stopped).
-    func finish() {
+    package func finish() {
         for outlet in state.withLock({ $0.outlets }) { outlet.finish() }
         backlog.close()
         requests.finish()

@@ -1,5 +1,5 @@
 /// One input of a feature that keeps timers of its own: a core event, or one of its timers firing.
-enum FeatureInput<Timer: Sendable>: Sendable {
+package enum FeatureInput<Timer: Sendable>: Sendable {
     case event(CoreEvent)
     case timer(Timer)
 }
@@ -8,7 +8,7 @@ enum FeatureInput<Timer: Sendable>: Sendable {
 /// (when, which); they live in a task group that ends with the loop, so no timer outlives the feature. A broker
 /// message's bytes leave the features' backlog once `handle` is done with it, not when it is handed on to this
 /// loop's own queue, so that queue cannot outgrow the backlog's bound (`FeatureBacklog`).
-func runFeatureLoop<Timer: Sendable>(
+package func runFeatureLoop<Timer: Sendable>(
     _ events: FeatureEvents, timer: Timer.Type,
     _ handle: (FeatureInput<Timer>) async -> [(at: ContinuousClock.Instant, timer: Timer)]
 ) async {

@@ -1,9 +1,10 @@
+import BridgeModel
 import Synchronization
 
 /// The answers to the bridge's own requests (`LocalReplyTopic`): a request made with `topic()` as its Response
 /// Topic is answered by whoever serves it as any request is, and the publish of that answer lands here, with the
 /// one waiting for it, instead of on the broker.
-final class LocalReplies: Sendable {
+package final class LocalReplies: Sendable {
     private struct Waiting {
         var next: UInt64 = 0
         var continuations: [UInt64: CheckedContinuation<String?, Never>] = [:]

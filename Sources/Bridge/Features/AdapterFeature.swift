@@ -1,9 +1,14 @@
+import BridgeAdapters
+import BridgeFeatureHost
+import BridgeModel
 import Codecs
 
 /// `B/bridge/adapters` (retained, republished when it changes and after a broker reconnect) and the
 /// `adapter_recovery` events on `B/bridge/event` (docs/adapters.md).
-struct AdapterFeature: BridgeFeature {
-    func run(_ events: FeatureEvents, _ context: FeatureContext) async {
+package struct AdapterFeature: BridgeFeature {
+    package init() {}
+
+    package func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         var topics: BridgeTopics?
         var adapters: String?
         for await event in events {

@@ -1,5 +1,8 @@
 import BlueZ
 import Bluetooth
+import BridgeFeatureHost
+import BridgeModel
+import BridgeTools
 import Codecs
 import Config
 import MQTT
@@ -141,5 +144,14 @@ extension BridgeAPIFeature {
         default:
             return BridgeResponse.error("internal: not a long request", transaction: transaction)
         }
+    }
+}
+
+extension JSONValue {
+    /// A device object as the bridge API echoes it: an inline `passkey` or `bindkey` shows as `<redacted>`
+    /// (docs/pairing.md, docs/adverts.md: secrets never reach MQTT; the drop-in on disk keeps them).
+    var secretsRedacted: JSONValue {
+        guard case .object(let members) = self else { return self }
+        return .object(members.map { $0.0 == "passkey" || $0.0 == "bindkey" ? ($0.0, .string("<redacted>")) : $0 })
     }
 }

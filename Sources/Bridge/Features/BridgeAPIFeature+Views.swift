@@ -1,3 +1,6 @@
+import BridgeAdverts
+import BridgeAdapters
+import BridgeFeatureHost
 import Codecs
 import Config
 import MQTT
@@ -52,8 +55,8 @@ extension BridgeAPIFeature {
 }
 
 /// The `health` answer (docs/bridge-api.md): the bridge API's and the web page's Bridge view alike.
-enum HealthView {
-    static func json(version: String, started: ContinuousClock.Instant, broker: any BrokerStatus, adverts: AdvertCounts,
+package enum HealthView {
+    package static func json(version: String, started: ContinuousClock.Instant, broker: any BrokerStatus, adverts: AdvertCounts,
                      state: BridgeState, bridge: String?) -> JSONValue {
         let mqtt: String = switch broker.connectionState {
         case .connected: "connected"

@@ -1,5 +1,10 @@
 import BlueZ
 import Bluetooth
+import BridgeAdverts
+import BridgeFeatureHost
+import BridgeFleet
+import BridgeModel
+import BridgeTools
 import Codecs
 import Config
 import Logging
@@ -18,7 +23,17 @@ import MQTT
 /// unless the `FleetDirectory` says it is the one: the shared requests get one answer, the shared retained topics
 /// one writer. Each bridge also serves `B/bridge/<id>/request/<verb>` (answered on `B/bridge/<id>/response/<verb>`)
 /// and keeps its own view on `B/bridge/<id>/devices` and `B/bridge/<id>/info`.
-struct BridgeAPIFeature: BridgeFeature {
+package struct BridgeAPIFeature: BridgeFeature {
+    package init(version: String, started: ContinuousClock.Instant, bluetooth: any BluetoothTools,
+                 broker: any BrokerStatus, logger: Logger, adverts: AdvertCounts = AdvertCounts()) {
+        self.version = version
+        self.started = started
+        self.bluetooth = bluetooth
+        self.broker = broker
+        self.logger = logger
+        self.adverts = adverts
+    }
+
     let version: String
     let started: ContinuousClock.Instant
     /// BlueZ's adapters and the one-shot tools; the broker connection's health. Narrow, on purpose: the feature
@@ -27,7 +42,7 @@ struct BridgeAPIFeature: BridgeFeature {
     let broker: any BrokerStatus
     let logger: Logger
     /// What the passive half's bounds turned away (`health`).
-    var adverts = AdvertCounts()
+    let adverts: AdvertCounts
     static let inspectTimeout: Duration = .seconds(20)
     /// Fleet: after a broker (re)connect, how long the retained bridge states have to arrive before this bridge may
     /// take itself for the coordinator; the ownership machine waits as long before claiming, for the same reason.
@@ -37,7 +52,7 @@ struct BridgeAPIFeature: BridgeFeature {
     /// The shortest interval between two log lines about dropped requests.
     static let dropLogPeriod: Duration = .seconds(5)
 
-    func run(_ events: FeatureEvents, _ context: FeatureContext) async {
+    package func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         var machine = BridgeAPIMachine()
         let (inputs, input) = AsyncStream.makeStream(of: BridgeAPIMachine.Input.self)
         await withDiscardingTaskGroup { group in

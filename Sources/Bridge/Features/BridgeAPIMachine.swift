@@ -1,3 +1,6 @@
+import BridgeFeatureHost
+import BridgeFleet
+import BridgeModel
 import Codecs
 import Config
 import MQTT

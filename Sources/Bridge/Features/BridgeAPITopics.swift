@@ -1,3 +1,4 @@
+import BridgeModel
 import Config
 
 /// The bridge API's topics as the config names them (docs/bridge-api.md; in a fleet docs/fleet.md): what the

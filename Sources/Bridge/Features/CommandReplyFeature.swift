@@ -1,10 +1,14 @@
+import BridgeFeatureHost
+import BridgeModel
 import Codecs
 import MQTT
 
 /// Command results on MQTT 5 Response Topics (docs/bridge-api.md): `{"status":"ok"}` once a `set` was written or a `get` read,
 /// `{"status":"error","error":…}` when it expired, was rejected or failed; each with the request's Correlation Data.
-struct CommandReplyFeature: BridgeFeature {
-    func run(_ events: FeatureEvents, _ context: FeatureContext) async {
+package struct CommandReplyFeature: BridgeFeature {
+    package init() {}
+
+    package func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         for await event in events {
             switch event {
             case .completed(let command):

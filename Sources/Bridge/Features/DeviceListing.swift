@@ -1,8 +1,11 @@
+import BridgeFeatureHost
+import BridgeFleet
+import BridgeModel
 import Codecs
 import Config
 
 /// The `B/bridge/devices` array (docs/bridge-api.md), one element per configured device in config order.
-enum DeviceListing {
+package enum DeviceListing {
     /// `owner`, in a fleet only (docs/fleet.md): the bridge that owns the device, nil for none; each element then gains
     /// `"owner"` after its state.
     static func json(_ config: BridgeConfig, states: [String: DeviceLinkState],
@@ -16,7 +19,7 @@ enum DeviceListing {
     /// From the read model (docs/dev/ARCHITECTURE.md, "The read model"): each device's link and adapter as the core
     /// keeps them (`fallbackAdapter` for one not placed and configured on none); in a fleet the owner and the state
     /// the fleet's directory gives, as a device another bridge owns has no link here.
-    static func json(_ state: BridgeState, fleet: FleetDirectory?, fallbackAdapter: String) -> JSONValue {
+    package static func json(_ state: BridgeState, fleet: FleetDirectory?, fallbackAdapter: String) -> JSONValue {
         .array(state.devices.map { device in
             let adapter = device.adapter ?? device.config.adapter ?? fallbackAdapter
             guard let fleet else { return element(device.config, adapter: adapter, state: device.link, owner: nil) }

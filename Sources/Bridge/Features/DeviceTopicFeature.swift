@@ -1,9 +1,11 @@
+import BridgeFeatureHost
+import BridgeModel
 import Config
 
 /// A retained per-device topic kept current from one kind of core event: published on every change, again when the
 /// broker reconnects (it may have lost retained messages), cleared when the device leaves the config. Availability
 /// and RSSI are two of these.
-struct DeviceTopicFeature: BridgeFeature {
+package struct DeviceTopicFeature: BridgeFeature {
     /// The topic of `device` under `topics`.
     let topic: @Sendable (BridgeTopics, DeviceConfig) -> String
     /// The device and payload an event carries for this topic, if any.
@@ -14,18 +16,18 @@ struct DeviceTopicFeature: BridgeFeature {
     /// `B/D/availability` (docs/mqtt.md): `online`/`offline`. A passive device's is the adverts feature's to publish
     /// (it says it through the core only so the device list and the fleet hear it): published here too, every change
     /// went out twice. Its topic is still cleared here when it leaves the config.
-    static let availability = DeviceTopicFeature(topic: { $0.availability($1) }, value: { event in
+    package static let availability = DeviceTopicFeature(topic: { $0.availability($1) }, value: { event in
         guard case .availability(let device, let online) = event, !device.isPassive else { return nil }
         return (device, online ? "online" : "offline")
     })
 
     /// `B/D/rssi`: the signal strength BlueZ last reported (QoS 0: a newer reading soon replaces a lost one).
-    static let rssi = DeviceTopicFeature(topic: { $0.rssi($1) }, value: { event in
+    package static let rssi = DeviceTopicFeature(topic: { $0.rssi($1) }, value: { event in
         guard case .rssi(let device, let rssi) = event else { return nil }
         return (device, String(rssi))
     }, qos: 0)
 
-    func run(_ events: FeatureEvents, _ context: FeatureContext) async {
+    package func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         var last: [String: (topic: String, payload: String)] = [:]
         var topics = BridgeTopics(base: "")
         var connectedBefore = false

@@ -1,3 +1,6 @@
+import BridgeFeatureHost
+import BridgeModel
+import BridgeSession
 import Codecs
 import Durations
 import Logging
@@ -6,7 +9,11 @@ import MQTT
 /// `B/bridge/event` (device connected, disconnected, errors, retries) and `B/bridge/log` (every rejected command),
 /// as JSON, and the same story in the journal. Reports quote outside text cut and escaped, and `B/bridge/log` is
 /// rate-limited, so a flood of bad commands cannot flood the broker or the journal (docs/security.md).
-struct EventLogFeature: BridgeFeature {
+package struct EventLogFeature: BridgeFeature {
+    package init(logger: Logger) {
+        self.logger = logger
+    }
+
     let logger: Logger
 
     private enum Timer: Sendable { case summary, drops }
@@ -14,7 +21,7 @@ struct EventLogFeature: BridgeFeature {
     /// Losses are logged at most once per period: the first at once, the rest of the period summed in one line.
     static let dropReportPeriod: Duration = .seconds(5)
 
-    func run(_ events: FeatureEvents, _ context: FeatureContext) async {
+    package func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         var topics = BridgeTopics(base: "")
         var limiter = ReportRateLimiter()
         var connected = false

@@ -1,3 +1,5 @@
+import BridgeModel
+
 /// The bridge API in a fleet (docs/bridge-api.md, §10), seen from one bridge: which bridges are live, who owns each device, what
 /// each device's availability says, and from that who answers a shared request and who writes the shared retained
 /// topics. Facts in, decisions out, no I/O.
@@ -14,9 +16,9 @@
 /// Right after a broker (re)connect the retained bridge states have not arrived yet, and a bridge would take itself
 /// for the coordinator: until `settle()` it neither answers shared requests (the caller holds them) nor writes the
 /// shared topics.
-struct FleetDirectory: Sendable, Equatable {
+package struct FleetDirectory: Sendable, Equatable {
     /// What to do with a shared request.
-    enum Route: Sendable, Equatable {
+    package enum Route: Sendable, Equatable {
         case answer
         /// Carry it out (a device change every bridge applies) without answering.
         case applySilently
@@ -27,7 +29,7 @@ struct FleetDirectory: Sendable, Equatable {
     /// publish under the base topic.
     static let maxDevices = 10_000
 
-    let id: String
+    package let id: String
     /// Other bridges whose `B/bridge/<id>/state` last said `online`.
     private(set) var live: Set<String> = []
     /// Device topic level → the bridge its `B/D/owner` record names.
@@ -36,49 +38,49 @@ struct FleetDirectory: Sendable, Equatable {
     private(set) var owned: Set<String> = []
     /// Device topic level → what its retained `B/D/availability` says.
     private(set) var availability: [String: Bool] = [:]
-    private(set) var settled = false
+    package private(set) var settled = false
 
-    init(id: String) {
+    package init(id: String) {
         self.id = id
     }
 
     // MARK: - Facts
 
-    mutating func bridgeState(_ bridge: String, online: Bool) {
+    package mutating func bridgeState(_ bridge: String, online: Bool) {
         guard bridge != id else { return }     // this bridge is live while it runs, whatever its retained state says
         if online { live.insert(bridge) } else { live.remove(bridge) }
     }
 
     /// The `B/D/owner` record of the device at `level` names `bridge`; nil when cleared or unreadable.
-    mutating func owner(_ level: String, _ bridge: String?) {
+    package mutating func owner(_ level: String, _ bridge: String?) {
         guard let bridge else { records[level] = nil; return }
         guard records[level] != nil || records.count < Self.maxDevices else { return }
         records[level] = bridge
     }
 
-    mutating func setOwned(_ level: String, _ isOwned: Bool) {
+    package mutating func setOwned(_ level: String, _ isOwned: Bool) {
         if isOwned { owned.insert(level) } else { owned.remove(level) }
     }
 
     /// `B/D/availability` of the device at `level`: `online`, `offline`, or nil when cleared.
-    mutating func availability(_ level: String, online: Bool?) {
+    package mutating func availability(_ level: String, online: Bool?) {
         guard let online else { availability[level] = nil; return }
         guard availability[level] != nil || availability.count < Self.maxDevices else { return }
         availability[level] = online
     }
 
     /// The broker (re)connected: the retained states are on their way.
-    mutating func unsettle() { settled = false }
+    package mutating func unsettle() { settled = false }
     /// They have had time to arrive.
-    mutating func settle() { settled = true }
+    package mutating func settle() { settled = true }
 
     // MARK: - Decisions
 
     /// The lowest live id, this bridge included.
-    var coordinator: String { live.reduce(id) { min($0, $1) } }
+    package var coordinator: String { live.reduce(id) { min($0, $1) } }
 
     /// Whether this bridge writes the shared `B/bridge/devices` and `B/bridge/info`.
-    var isCoordinator: Bool { settled && coordinator == id }
+    package var isCoordinator: Bool { settled && coordinator == id }
 
     /// The device's owner when that bridge is live: this bridge for the devices it owns, else the bridge its record
     /// names if that one is live (a record naming this bridge that the core has not confirmed is a claim in
@@ -91,7 +93,7 @@ struct FleetDirectory: Sendable, Equatable {
 
     /// Who answers a shared request for `verb` (nil: a request that could not be parsed); `inspecting` is the topic
     /// level of the saved device an `inspect` names, if it names one.
-    func route(_ verb: BridgeRequest.Verb?, inspecting level: String? = nil) -> Route {
+    package func route(_ verb: BridgeRequest.Verb?, inspecting level: String? = nil) -> Route {
         switch verb {
         case .deviceAdd, .deviceRemove, .deviceRearm:
             return isCoordinator ? .answer : .applySilently
@@ -107,7 +109,7 @@ struct FleetDirectory: Sendable, Equatable {
     /// it; when another live bridge does, what the device's availability says (`offline` until it says anything);
     /// with no live owner, the last availability anyone said, else `connecting` (just added or started, nobody has
     /// claimed it yet).
-    func listing(_ level: String, session: DeviceLinkState?) -> (owner: String?, state: DeviceLinkState) {
+    package func listing(_ level: String, session: DeviceLinkState?) -> (owner: String?, state: DeviceLinkState) {
         let owner = liveOwner(level)
         let said = availability[level].map { $0 ? DeviceLinkState.online : .offline }
         switch owner {

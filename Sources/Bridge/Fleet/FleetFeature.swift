@@ -1,3 +1,5 @@
+import BridgeFeatureHost
+import BridgeModel
 import Codecs
 import Config
 #if canImport(Glibc)
@@ -10,10 +12,14 @@ import MQTT
 /// records, every bridge's `B/bridge/<id>/state`, the handover requests on `B/D/owner/request` and this bridge's own
 /// sightings, and tells the core which devices this bridge owns. Does nothing unless the config has `bridge:`. The
 /// decisions are `FleetMachine`'s; this is the loop that carries them out.
-struct FleetFeature: BridgeFeature {
+package struct FleetFeature: BridgeFeature {
+    package init(logger: Logger) {
+        self.logger = logger
+    }
+
     let logger: Logger
 
-    func run(_ events: FeatureEvents, _ context: FeatureContext) async {
+    package func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         var machine = FleetMachine()
         await runFeatureLoop(events, timer: FleetMachine.Timer.self) { input in
             var timers: [(at: ContinuousClock.Instant, timer: FleetMachine.Timer)] = []
@@ -45,7 +51,7 @@ struct FleetFeature: BridgeFeature {
     }
 
     /// A record another bridge published; nil for an empty (cleared) or unreadable one, which counts as no owner.
-    static func record(_ payload: String) -> OwnerRecord? {
+    package static func record(_ payload: String) -> OwnerRecord? {
         guard !payload.isEmpty, let json = try? JSONValue.parse(payload),
               let bridge = json["bridge"]?.stringValue, !bridge.isEmpty else { return nil }
         let rssi = json["rssi"]?.intValue ?? OwnershipMachine.unknownRSSI

@@ -1,3 +1,5 @@
+import BridgeFeatureHost
+import BridgeModel
 import Codecs
 import Config
 import MQTT

@@ -1,3 +1,4 @@
+import BridgeModel
 import Synchronization
 
 /// Fleet (docs/fleet.md): where a session's values go, held back while its bridge is not sure it still owns the device
@@ -7,7 +8,7 @@ import Synchronization
 ///
 /// Whether a device is held is the core's to say (`CoreMachine.fleet`; the router reads it from the routing table):
 /// this is only the gate on the value path, which the core's actions close and open.
-final class HoldingPublisher: MessagePublisher, Sendable {
+package final class HoldingPublisher: MessagePublisher, Sendable {
     private struct Held {
         var topic: String
         var payload: String
@@ -24,11 +25,11 @@ final class HoldingPublisher: MessagePublisher, Sendable {
     /// sees `true` queues behind the held ones or, once the lock is its, finds the hold ended and the queue flushed.
     private let holding = Atomic<Bool>(false)
 
-    init(_ inner: any MessagePublisher) {
+    package init(_ inner: any MessagePublisher) {
         self.inner = inner
     }
 
-    func publish(_ topic: String, _ payload: String, qos: Int, retain: Bool) {
+    package func publish(_ topic: String, _ payload: String, qos: Int, retain: Bool) {
         guard holding.load(ordering: .acquiring) else { return inner.publish(topic, payload, qos: qos, retain: retain) }
         queue.withLock { queue in
             guard holding.load(ordering: .acquiring) else { return inner.publish(topic, payload, qos: qos, retain: retain) }
@@ -38,19 +39,19 @@ final class HoldingPublisher: MessagePublisher, Sendable {
     }
 
     /// `publish` of a payload lent as UTF-8 bytes: passed on as it is, or made text to be held.
-    func publish(_ topic: String, utf8 payload: UnsafeRawBufferPointer, qos: Int, retain: Bool) {
+    package func publish(_ topic: String, utf8 payload: UnsafeRawBufferPointer, qos: Int, retain: Bool) {
         guard holding.load(ordering: .acquiring) else { return inner.publish(topic, utf8: payload, qos: qos, retain: retain) }
         publish(topic, String(decoding: payload, as: UTF8.self), qos: qos, retain: retain)
     }
 
     /// Starts a hold; false when one was on already.
-    func hold() -> Bool {
+    package func hold() -> Bool {
         queue.withLock { _ in !holding.exchange(true, ordering: .acquiringAndReleasing) }
     }
 
     /// Ends a hold: the held values are published (`deliver`), or dropped. False when there was none.
     @discardableResult
-    func release(deliver: Bool) -> Bool {
+    package func release(deliver: Bool) -> Bool {
         queue.withLock { queue in
             guard holding.load(ordering: .acquiring) else { return false }
             if deliver {

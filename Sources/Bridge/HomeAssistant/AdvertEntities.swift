@@ -1,3 +1,4 @@
+import BridgeModel
 import Codecs
 import Config
 

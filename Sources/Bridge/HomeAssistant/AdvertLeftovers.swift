@@ -12,7 +12,7 @@ import MQTT
 /// (`HomeAssistantDiscovery.sweepWindow`).
 extension HomeAssistantDiscovery {
     /// The components broadcasters' entities use, one filter each: `<prefix>/<component>/+/+/config`.
-    var advertConfigFilters: [String] {
+    package var advertConfigFilters: [String] {
         ["sensor", "binary_sensor", "event", "device_automation", "device_tracker"].map {
             "\(discoveryPrefix)/\($0)/+/+/config"
         }
@@ -31,7 +31,7 @@ extension HomeAssistantDiscovery {
     }
 
     /// What a retained config seen at start-up is, if it is a leftover of a broadcaster the config no longer has.
-    enum AdvertLeftover: Equatable {
+    package enum AdvertLeftover: Equatable {
         /// This bridge's (its availability names this bridge's state): to clear.
         case stale(BluetoothAddress)
         /// A device trigger, which has no availability to tell whose it is: to clear once an entity of the same
@@ -40,7 +40,7 @@ extension HomeAssistantDiscovery {
     }
 
     /// Never in a fleet: a leftover there may be another bridge's device.
-    func advertLeftover(_ message: MQTTMessage) -> AdvertLeftover? {
+    package func advertLeftover(_ message: MQTTMessage) -> AdvertLeftover? {
         guard config.fleet == nil, message.retain, !message.payload.isEmpty, let address = advertAddress(message.topic),
               !config.devices.contains(where: { $0.address == address && $0.advert != nil }),
               let json = try? JSONValue.parse(message.payloadString) else { return nil }
@@ -55,7 +55,7 @@ extension HomeAssistantDiscovery {
     /// The retained topics a stale config's device left under the base topic: the config's reading
     /// (`B/<level>/<reading>`) and the device's availability and RSSI. None when the level is a configured device's
     /// (a saved device took the name) or the bridge's own.
-    func advertStateTopics(_ message: MQTTMessage) -> [String] {
+    package func advertStateTopics(_ message: MQTTMessage) -> [String] {
         guard let json = try? JSONValue.parse(message.payloadString),
               let state = json["state_topic"]?.stringValue ?? json["topic"]?.stringValue,
               state.hasPrefix(topics.base + "/") else { return [] }
@@ -70,8 +70,10 @@ extension HomeAssistantDiscovery {
 /// Which leftovers to clear as they arrive: stale entities at once, device triggers once an entity of their device
 /// was found stale (before or after them). Bounded: at most `limit` addresses and waiting triggers are remembered,
 /// whatever the broker holds.
-struct AdvertLeftoverSweep: Sendable {
-    static let limit = 10_000
+package struct AdvertLeftoverSweep: Sendable {
+    package init() {}
+
+    package static let limit = 10_000
     private var staleAddresses: Set<BluetoothAddress> = []
     private var waiting: [BluetoothAddress: [String]] = [:]
     private var waitingCount = 0
@@ -79,13 +81,13 @@ struct AdvertLeftoverSweep: Sendable {
     private var cleared: Set<String> = []
 
     /// True the first time, for at most `limit` topics.
-    mutating func clearOnce(_ topic: String) -> Bool {
+    package mutating func clearOnce(_ topic: String) -> Bool {
         guard cleared.count < Self.limit else { return false }
         return cleared.insert(topic).inserted
     }
 
     /// The topics to clear now.
-    mutating func admit(_ leftover: HomeAssistantDiscovery.AdvertLeftover, topic: String) -> [String] {
+    package mutating func admit(_ leftover: HomeAssistantDiscovery.AdvertLeftover, topic: String) -> [String] {
         switch leftover {
         case .stale(let address):
             if staleAddresses.count < Self.limit { staleAddresses.insert(address) }

@@ -1,3 +1,6 @@
+import BridgeAdapters
+import BridgeFeatureHost
+import BridgeModel
 import Codecs
 import Config
 
@@ -102,7 +105,13 @@ struct BridgeDeviceDiscovery: Sendable, Equatable {
 /// when Home Assistant comes online and when the adapter set changes (configs of adapters that went are cleared);
 /// diagnostics whenever a count changes (devices online, messages dropped) and after each broker connect (the
 /// offline buffer only fills while the broker is away, so that is when its count is worth publishing).
-struct BridgeDeviceFeature: BridgeFeature {
+package struct BridgeDeviceFeature: BridgeFeature {
+    package init(version: String, broker: any BrokerStatus, hostname: String) {
+        self.version = version
+        self.broker = broker
+        self.hostname = hostname
+    }
+
     let version: String
     /// The offline buffer's counts for the diagnostics (a narrow view of the broker link).
     let broker: any BrokerStatus
@@ -120,7 +129,7 @@ struct BridgeDeviceFeature: BridgeFeature {
         return Set(known + present).sorted()
     }
 
-    func run(_ events: FeatureEvents, _ context: FeatureContext) async {
+    package func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         var discovery: BridgeDeviceDiscovery?
         var adapters: [String] = []
         var announced: Set<String> = []

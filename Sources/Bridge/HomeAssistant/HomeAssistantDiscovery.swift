@@ -1,4 +1,6 @@
 import Bluetooth
+import BridgeChannels
+import BridgeModel
 import Codecs
 import Config
 
@@ -33,7 +35,7 @@ public struct HomeAssistantDiscovery: Sendable, Equatable {
     /// `AdvertSweep` (one window, kept here below both: docs/dev/ARCHITECTURE.md#layers): the broker sends them right
     /// after the SUBSCRIBE, so a few seconds is plenty, and subscribing for longer would bring every config this bridge
     /// publishes back into its own inbox (issue 40: with a flood of entities, most of the inbound load).
-    static let sweepWindow: Duration = .seconds(5)
+    package static let sweepWindow: Duration = .seconds(5)
 
     /// Every config for the whole bridge; empty when Home Assistant support is disabled.
     /// `deviceInfo` is keyed by device name.

@@ -1,3 +1,5 @@
+import BridgeFeatureHost
+import BridgeModel
 import Codecs
 import Config
 import Logging
@@ -9,12 +11,17 @@ import MQTT
 /// Device Information was read, and clears retained configs this bridge left behind in an earlier run, read in a
 /// sweep of `HomeAssistantDiscovery.sweepWindow` after each connect (kept subscribed, every config the bridge publishes would
 /// come back into its own inbox). Publishes nothing when disabled.
-struct HomeAssistantFeature: BridgeFeature {
+package struct HomeAssistantFeature: BridgeFeature {
+    package init(version: String, logger: Logger) {
+        self.version = version
+        self.logger = logger
+    }
+
     let version: String
     let logger: Logger
     /// How long after configs the states follow: Home Assistant creates an entity when its config arrives and only
     /// then subscribes to its state topic, so a non-retained state sent together with the config would be lost.
-    static let stateRepublishDelay: Duration = .seconds(1)
+    package static let stateRepublishDelay: Duration = .seconds(1)
 
     private enum Timer: Sendable {
         case republishStates, republishConfigs
@@ -22,7 +29,7 @@ struct HomeAssistantFeature: BridgeFeature {
         case sweepEnd(Int)
     }
 
-    func run(_ events: FeatureEvents, _ context: FeatureContext) async {
+    package func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         var discovery: HomeAssistantDiscovery?
         var identities: [String: DeviceIdentity] = [:]
         /// Config topics published by this process: one not among them is new to Home Assistant (docs/home-assistant.md).

@@ -21,5 +21,5 @@ public enum AdvertEntity: Sendable, Equatable {
 
     /// Here rather than in `AdvertPayloads`, so Home Assistant's entities name it without reaching up into the
     /// advert feature (docs/dev/ARCHITECTURE.md#layers).
-    static let presenceLevel = "presence"
+    package static let presenceLevel = "presence"
 }

@@ -2,8 +2,8 @@ import Bluetooth
 import Codecs
 
 /// One request of the bridge API (docs/bridge-api.md), parsed and checked: nothing in it is trusted further than this.
-struct BridgeRequest: Sendable, Equatable {
-    enum Verb: String, Sendable, CaseIterable {
+package struct BridgeRequest: Sendable, Equatable {
+    package enum Verb: String, Sendable, CaseIterable {
         case devices
         case deviceAdd = "device/add"
         case deviceRemove = "device/remove"
@@ -11,7 +11,7 @@ struct BridgeRequest: Sendable, Equatable {
         case scan, inspect, health
     }
 
-    enum Parameters: Sendable, Equatable {
+    package enum Parameters: Sendable, Equatable {
         case none
         /// The device object as given, without `transaction`.
         case device(JSONValue)
@@ -20,10 +20,10 @@ struct BridgeRequest: Sendable, Equatable {
         case address(BluetoothAddress)
     }
 
-    var verb: Verb
-    var parameters: Parameters
+    package var verb: Verb
+    package var parameters: Parameters
     /// Echoed in the answer: a string or a number.
-    var transaction: JSONValue?
+    package var transaction: JSONValue?
 
     /// Requests are small JSON objects; a device with many channels stays far below this.
     static let maxBytes = 64 * 1024
@@ -31,14 +31,14 @@ struct BridgeRequest: Sendable, Equatable {
     static let defaultScanSeconds = 10
 
     /// A request that could not be served, with what can be echoed back.
-    struct Failure: Error, Sendable, Equatable {
-        var message: String
-        var transaction: JSONValue?
+    package struct Failure: Error, Sendable, Equatable {
+        package var message: String
+        package var transaction: JSONValue?
     }
 
     /// Parses the payload sent to `B/bridge/request/<verb>`. An empty payload is an empty object, so
     /// `mosquitto_pub -n` works for the verbs without parameters.
-    static func parse(verb text: String, payload: [UInt8]) -> Result<BridgeRequest, Failure> {
+    package static func parse(verb text: String, payload: [UInt8]) -> Result<BridgeRequest, Failure> {
         guard payload.count <= maxBytes else {
             return .failure(Failure(message: "request of \(payload.count) bytes is over the \(maxBytes)-byte limit"))
         }
@@ -131,14 +131,14 @@ struct BridgeRequest: Sendable, Equatable {
 }
 
 /// The answer's JSON (docs/bridge-api.md): `data` on ok, `error` on error, `transaction` when the request had one.
-enum BridgeResponse {
-    static func ok(_ data: JSONValue, transaction: JSONValue?) -> String {
+package enum BridgeResponse {
+    package static func ok(_ data: JSONValue, transaction: JSONValue?) -> String {
         var members: [(String, JSONValue)] = [("status", .string("ok")), ("data", data)]
         if let transaction { members.append(("transaction", transaction)) }
         return JSONValue.object(members).serialized
     }
 
-    static func error(_ message: String, transaction: JSONValue?) -> String {
+    package static func error(_ message: String, transaction: JSONValue?) -> String {
         var members: [(String, JSONValue)] = [("status", .string("error")), ("error", .string(message))]
         if let transaction { members.append(("transaction", transaction)) }
         return JSONValue.object(members).serialized

@@ -10,5 +10,5 @@ public protocol BrokerLink: MessagePublisher {
 }
 
 extension BrokerLink {
-    func subscribe(_ filter: String) { subscribe(filter, retainHandling: .sendOnSubscribe) }
+    package func subscribe(_ filter: String) { subscribe(filter, retainHandling: .sendOnSubscribe) }
 }

@@ -2,29 +2,29 @@
 /// one copy is `CoreMachine.fleet`; the core publishes it with every routing table (`CommandRouter.Routes`), and
 /// readers on other threads (the router, the sessions' RSSI reports, the STATUS line) read it from there. A lone
 /// bridge owns every device.
-struct FleetView: Sendable, Equatable {
-    private(set) var isFleet: Bool
+package struct FleetView: Sendable, Equatable {
+    package private(set) var isFleet: Bool
     /// Meaningful in a fleet only.
     private(set) var owned: Set<String> = []
     /// Devices whose values and commands wait (`OwnershipAction.hold`); each also has a session.
-    var holding: Set<String> = []
+    package var holding: Set<String> = []
 
-    init(fleet: Bool) {
+    package init(fleet: Bool) {
         isFleet = fleet
     }
 
-    func owns(_ device: String) -> Bool { !isFleet || owned.contains(device) }
+    package func owns(_ device: String) -> Bool { !isFleet || owned.contains(device) }
 
-    func isHolding(_ device: String) -> Bool { holding.contains(device) }
+    package func isHolding(_ device: String) -> Bool { holding.contains(device) }
 
     /// True when this changed the ownership.
-    mutating func set(_ device: String, owned value: Bool) -> Bool {
+    package mutating func set(_ device: String, owned value: Bool) -> Bool {
         value ? owned.insert(device).inserted : owned.remove(device) != nil
     }
 
     /// A reload joined or left a fleet: joining gives every device up until the fleet says otherwise, leaving takes
     /// them all. True when it changed.
-    mutating func setFleet(_ fleet: Bool) -> Bool {
+    package mutating func setFleet(_ fleet: Bool) -> Bool {
         guard fleet != isFleet else { return false }
         self = FleetView(fleet: fleet)
         return true

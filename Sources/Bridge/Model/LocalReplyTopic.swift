@@ -3,10 +3,10 @@
 /// these topics is handed back in the process instead of being published. A broker client cannot name one and
 /// receive it: the topic starts with `$` (no broker routes it to a client as a normal topic) and carries a random
 /// token drawn at start.
-enum LocalReplyTopic {
-    static let prefix = "$gattbridge-local/"
+package enum LocalReplyTopic {
+    package static let prefix = "$gattbridge-local/"
 
-    static func isLocal(_ topic: String) -> Bool {
+    package static func isLocal(_ topic: String) -> Bool {
         topic.utf8.first == UInt8(ascii: "$") && topic.hasPrefix(prefix)
     }
 }

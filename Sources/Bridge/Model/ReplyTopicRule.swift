@@ -6,7 +6,7 @@ import MQTT
 /// that peripheral, one on `B/bridge/<id>/state` would tell a fleet this bridge died, one under the discovery
 /// prefix would be a Home Assistant config. So answers never go under the bridge's base topic or the discovery
 /// prefix, and with `reply_prefix` set only under that prefix.
-struct ReplyTopicRule: Sendable, Equatable {
+package struct ReplyTopicRule: Sendable, Equatable {
     var base: String
     var discoveryPrefix: String
     var replyPrefix: String?
@@ -17,12 +17,12 @@ struct ReplyTopicRule: Sendable, Equatable {
         self.replyPrefix = replyPrefix
     }
 
-    init(config: BridgeConfig) {
+    package init(config: BridgeConfig) {
         self.init(base: config.mqtt.baseTopic, discoveryPrefix: config.homeassistant.discoveryPrefix,
                   replyPrefix: config.replyPrefix)
     }
 
-    func allows(_ topic: String) -> Bool {
+    package func allows(_ topic: String) -> Bool {
         guard Self.isPublishable(topic) else { return false }
         // The bridge's own requests (the web page's) are answered in the process, never on the broker.
         if LocalReplyTopic.isLocal(topic) { return true }
@@ -31,13 +31,13 @@ struct ReplyTopicRule: Sendable, Equatable {
     }
 
     /// The request's reply target, or none when its Response Topic is missing or not allowed.
-    func replies(of message: MQTTMessage) -> [ReplyTarget] {
+    package func replies(of message: MQTTMessage) -> [ReplyTarget] {
         guard let topic = message.responseTopic, allows(topic) else { return [] }
         return [ReplyTarget(topic: topic, correlationData: message.correlationData)]
     }
 
     /// A topic one with wildcards, NUL or no text at all would be refused by the broker or the client.
-    static func isPublishable(_ topic: String) -> Bool {
+    package static func isPublishable(_ topic: String) -> Bool {
         !topic.isEmpty && topic.utf8.count <= 65535
             && !topic.utf8.contains(where: { $0 == 0 || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "#") })
     }

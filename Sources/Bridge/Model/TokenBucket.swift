@@ -2,20 +2,20 @@
 /// in radio range asks the passive half for new things (entities, auto devices), any broker client floods the bridge
 /// API with requests that are answered busy; those are paid for in tokens, and a burst lets a real start-up (every
 /// sensor of a house heard in the first seconds) or a script's batch through. Pure: the caller passes the time.
-struct TokenBucket: Sendable {
+package struct TokenBucket: Sendable {
     let capacity: Int
     let interval: Duration
     private var tokens: Int
     private var refilled: ContinuousClock.Instant?
 
-    init(capacity: Int, interval: Duration) {
+    package init(capacity: Int, interval: Duration) {
         self.capacity = capacity
         self.interval = interval
         tokens = capacity
     }
 
     /// Takes a token if one is there.
-    mutating func take(now: ContinuousClock.Instant) -> Bool {
+    package mutating func take(now: ContinuousClock.Instant) -> Bool {
         refill(now)
         guard tokens > 0 else { return false }
         tokens -= 1

@@ -2,14 +2,14 @@ import Config
 
 /// Addresses of the web page's views (docs/web.md) under its public URL, for links from elsewhere (Home Assistant's
 /// "Visit" link on a device). The page routes by the URL's fragment, so a link needs no server round trip.
-enum WebLinks {
-    static func device(_ name: String, at url: PublicURL) -> String {
+package enum WebLinks {
+    package static func device(_ name: String, at url: PublicURL) -> String {
         "\(url.text)/#/device/\(percentEncoded(name))"
     }
 
     /// A name may hold any character a person typed (or a radio sent); in a link only RFC 3986's unreserved ones
     /// stay as they are.
-    static func percentEncoded(_ text: String) -> String {
+    package static func percentEncoded(_ text: String) -> String {
         var out = ""
         for byte in text.utf8 {
             switch byte {

@@ -4,7 +4,7 @@ import Logging
 /// What the pairing agent needs from BlueZ: an exported `Agent1`, its registration with `AgentManager1`, and the news
 /// that bluetoothd or an adapter appeared (a restarted bluetoothd forgets its agents). A narrow interface, so
 /// `PairingAgentFeature` holds no `BlueZClient`; `BlueZClient` is the real one.
-protocol AgentBus: Sendable {
+package protocol AgentBus: Sendable {
     /// An agent answering only bluetoothd, exported on the bus.
     func exportAgent(logger: Logger) async -> PairingAgent
     func registerAgent(path: String, capability: String, makeDefault: Bool) async throws(BlueZError)
@@ -14,7 +14,7 @@ protocol AgentBus: Sendable {
 }
 
 extension BlueZClient: AgentBus {
-    func exportAgent(logger: Logger) async -> PairingAgent {
+    package func exportAgent(logger: Logger) async -> PairingAgent {
         let agent = PairingAgent(policy: AgentPolicy(), logger: logger, bluez: self)
         await agent.export(on: connection)
         return agent

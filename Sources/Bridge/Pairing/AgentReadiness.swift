@@ -41,7 +41,7 @@ public final class AgentReadiness: Sendable {
 
     /// True once the agent can answer this device's pairing (a passkey needs `KeyboardOnly`), false if that did not
     /// happen within `limit` or the task was cancelled.
-    func wait(needsKeyboard: Bool, within limit: Duration) async -> Bool {
+    package func wait(needsKeyboard: Bool, within limit: Duration) async -> Bool {
         if state.withLock({ $0.satisfies(needsKeyboard: needsKeyboard) }) { return true }
         return await withTaskGroup(of: Bool.self) { group in
             group.addTask { await self.waitIndefinitely(needsKeyboard: needsKeyboard) }

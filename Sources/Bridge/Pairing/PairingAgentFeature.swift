@@ -1,20 +1,26 @@
 import BlueZ
 import Bluetooth
+import BridgeFeatureHost
 import Config
-import Codecs
 import Logging
 
 /// Keeps the daemon's `org.bluez.Agent1` (docs/pairing.md) in step with the config and with bluetoothd: the policy follows
 /// every applied config (reloads and the bridge API's `device/add`/`device/remove` included), and the registration
 /// with `AgentManager1` is redone whenever bluetoothd comes back (a restarted bluetoothd forgets its agents) or the
 /// capability must change (BlueZ fixes it at registration).
-struct PairingAgentFeature: BridgeFeature {
+package struct PairingAgentFeature: BridgeFeature {
+    package init(bus: any AgentBus, logger: Logger, readiness: AgentReadiness = AgentReadiness()) {
+        self.bus = bus
+        self.logger = logger
+        self.readiness = readiness
+    }
+
     let bus: any AgentBus
     let logger: Logger
     /// Told what bluetoothd has registered, so sessions pair only through the agent (`AgentReadiness`).
-    var readiness = AgentReadiness()
+    let readiness: AgentReadiness
 
-    func run(_ events: FeatureEvents, _ context: FeatureContext) async {
+    package func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         let agent = await bus.exportAgent(logger: logger)
         let registrar = AgentRegistrar(bus: bus, agent: agent, logger: logger, readiness: readiness)
         // Subscribed before anything is registered, so a bluetoothd restart from now on is seen.
@@ -133,14 +139,5 @@ actor AgentRegistrar {
         } catch {
             logger.warning("cannot register the pairing agent with bluetoothd: \(error)")
         }
-    }
-}
-
-extension JSONValue {
-    /// A device object as the bridge API echoes it: an inline `passkey` or `bindkey` shows as `<redacted>`
-    /// (docs/pairing.md, docs/adverts.md: secrets never reach MQTT; the drop-in on disk keeps them).
-    var secretsRedacted: JSONValue {
-        guard case .object(let members) = self else { return self }
-        return .object(members.map { $0.0 == "passkey" || $0.0 == "bindkey" ? ($0.0, .string("<redacted>")) : $0 })
     }
 }

@@ -1,4 +1,5 @@
 import BlueZ
+import BridgeCoreLayer
 import ServiceLifecycle
 
 /// Feeds BlueZ's events (bluetoothd coming and going, adapters, devices) to the core until shutdown, then closes the

@@ -1,4 +1,13 @@
 import BlueZ
+import BridgeAdverts
+import BridgeCoreLayer
+import BridgeFeatureHost
+import BridgeFeatures
+import BridgeFleet
+import BridgeHomeAssistant
+import BridgePairing
+import BridgeTools
+import BridgeWeb
 import Config
 import DBus
 import Logging

@@ -1,3 +1,4 @@
+import BridgeCoreLayer
 import ServiceLifecycle
 
 /// Runs the core (its sessions and features) until graceful shutdown, then stops the devices while the broker

@@ -1,3 +1,4 @@
+import BridgeCoreLayer
 import DBus
 import MQTT
 

@@ -1,3 +1,5 @@
+import BridgeCoreLayer
+import BridgeModel
 import Config
 import Logging
 import MQTT

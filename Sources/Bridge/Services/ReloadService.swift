@@ -1,3 +1,4 @@
+import BridgeCoreLayer
 import Config
 import Logging
 import MQTT

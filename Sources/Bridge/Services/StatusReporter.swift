@@ -1,4 +1,5 @@
 import BlueZ
+import BridgeCoreLayer
 import ServiceLifecycle
 import Systemd
 

@@ -1,3 +1,5 @@
+import BridgeModel
+
 /// The order in which one device's commands are carried out (docs/mqtt.md, §6), as a value: the session feeds it commands,
 /// the link's state and the outcomes of writes, and it says what to run next and what to report. No I/O, no clock of
 /// its own: the caller passes `now`, so every rule is tested by driving it directly.

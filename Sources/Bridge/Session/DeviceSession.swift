@@ -1,4 +1,5 @@
 import BlueZ
+import BridgeChannels
 import Config
 import Logging
 import Synchronization
@@ -19,7 +20,7 @@ public final class DeviceSession: Sendable {
 
     /// `adapter` and `bluezAvailable` are the facts at creation; they are the first inputs, ahead of anything the
     /// core sends later.
-    init(config: DeviceConfig, environment: SessionEnvironment, adapter: AdapterInfo?, bluezAvailable: Bool,
+    package init(config: DeviceConfig, environment: SessionEnvironment, adapter: AdapterInfo?, bluezAvailable: Bool,
          owned: Bool = true) {
         self.config = config
         self.environment = environment
@@ -37,12 +38,12 @@ public final class DeviceSession: Sendable {
 
     // MARK: - Inputs (any thread)
 
-    func send(_ input: SessionInput) {
+    package func send(_ input: SessionInput) {
         sender.yield(input)
     }
 
     /// Asks the session to stop (offline, disconnect, drop its commands with a report) and waits until `run()` ended.
-    func stop() async {
+    package func stop() async {
         send(.stop)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let resumeNow = finished.withLock { state -> Bool in
@@ -57,7 +58,7 @@ public final class DeviceSession: Sendable {
     // MARK: - The loop
 
     /// Runs until stopped.
-    func run() async {
+    package func run() async {
         let (cleanups, cleanupSender) = AsyncStream.makeStream(of: (UInt64, Job).self)
         let inbox = self.inbox
         let sender = self.sender
@@ -92,4 +93,4 @@ public final class DeviceSession: Sendable {
     }
 }
 
-typealias Job = @Sendable () async -> Void
+package typealias Job = @Sendable () async -> Void

@@ -1,4 +1,5 @@
 import BlueZ
+import BridgeModel
 import Logging
 
 /// What a session reports to the core; the core turns these into `CoreEvent`s for the features (availability, RSSI,
@@ -45,7 +46,7 @@ public protocol DiscoveryControl: Sendable {
 }
 
 /// Everything a session talks to, injected, so a session runs in process against fakes in tests.
-struct SessionEnvironment: Sendable {
+package struct SessionEnvironment: Sendable {
     let gatt: any GATTClient
     let gate: ConnectGate<String>
     let discovery: any DiscoveryControl
@@ -60,7 +61,7 @@ struct SessionEnvironment: Sendable {
     /// Called from the session's loop, in order; must not block.
     let report: @Sendable (DeviceReport) -> Void
 
-    init(gatt: any GATTClient, gate: ConnectGate<String>, discovery: any DiscoveryControl,
+    package init(gatt: any GATTClient, gate: ConnectGate<String>, discovery: any DiscoveryControl,
          publisher: any MessagePublisher, topics: BridgeTopics, logger: Logger, policy: ReconnectPolicy = .standard,
          jitter: @escaping @Sendable () -> Double = { Double.random(in: -1...1) },
          agentReady: @escaping @Sendable (Bool, Duration) async -> Bool = { _, _ in true },

@@ -1,4 +1,6 @@
 import BlueZ
+import BridgeChannels
+import BridgeModel
 import Config
 
 /// A `set` or `get` as it arrived from MQTT, before the session checked and scheduled it.
@@ -20,7 +22,7 @@ public struct CommandRequest: Sendable {
 
 /// Everything a session's loop reacts to, in one inbox: facts from BlueZ, commands, timers, and the results of the
 /// work it started. Results carry the generation (or epoch) they belong to, so a late one is recognised as stale.
-enum SessionInput: Sendable {
+package enum SessionInput: Sendable {
     // From the core.
     case adapter(AdapterInfo?)
     case bluez(available: Bool)
@@ -47,7 +49,7 @@ enum SessionInput: Sendable {
 }
 
 /// One notify channel's live subscription.
-struct ActiveSubscription: Sendable {
+package struct ActiveSubscription: Sendable {
     let channel: ChannelConfig
     let subscription: any ValueSubscription
     let gate: NotificationGate

@@ -1,5 +1,7 @@
 import BlueZ
 import Bluetooth
+import BridgeChannels
+import BridgeModel
 import Codecs
 import Config
 import Logging

@@ -1,5 +1,6 @@
 import BlueZ
 import Bluetooth
+import BridgeChannels
 import Codecs
 import Config
 import Logging

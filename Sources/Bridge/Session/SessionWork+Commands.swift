@@ -1,4 +1,6 @@
 import BlueZ
+import BridgeChannels
+import BridgeModel
 import Config
 
 /// Commands' jobs (docs/commands.md): a read or the chunks of a write, then the outcome back to the session.

@@ -1,10 +1,11 @@
 import BlueZ
 import Bluetooth
+import BridgeSession
 
 /// `scan` and `inspect` for the bridge API, on the daemon's BlueZ client. Discovery goes through the
 /// `DiscoveryCoordinator` under the request's own name, so it runs alongside the sessions' discovery: neither
 /// stops the other's.
-enum DeviceTools {
+package enum DeviceTools {
     /// Devices seen on `adapter` during `duration` (ones BlueZ sees right now included).
     static func scan(bluez: BlueZClient, adapter: AdapterInfo, services: [BluetoothUUID], duration: Duration,
                      discovery: any DiscoveryControl, requester: String) async -> ScanResults {
@@ -32,7 +33,7 @@ enum DeviceTools {
         return results
     }
 
-    enum InspectFailure: Error, Sendable {
+    package enum InspectFailure: Error, Sendable {
         case notFound(String)
         case failed(String)
     }

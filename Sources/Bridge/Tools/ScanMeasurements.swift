@@ -1,5 +1,6 @@
 import Adverts
 import BlueZ
+import BridgeModel
 import Codecs
 
 /// What `scan` shows of a device's broadcast (docs/cli.md): decoded in every format, as `adverts decode` would,

@@ -1,3 +1,7 @@
+import BridgeAdverts
+import BridgeFeatureHost
+import BridgeFeatures
+import BridgeModel
 import Codecs
 import Config
 import HTTPServer
@@ -14,7 +18,7 @@ import Synchronization
 /// One loop: core events, requests, the live tick and the server's retries arrive as inputs, so the guard, the
 /// streams and the server are this loop's alone. The tick exists only while a browser follows `/api/events`: with no
 /// page open the feature sleeps.
-struct WebFeature: BridgeFeature {
+package struct WebFeature: BridgeFeature {
     let version: String
     let started: ContinuousClock.Instant
     let broker: any BrokerStatus
@@ -22,6 +26,17 @@ struct WebFeature: BridgeFeature {
     let host: any HTTPLoopHost
     let machineNames: [String]
     let logger: Logger
+
+    package init(version: String, started: ContinuousClock.Instant, broker: any BrokerStatus, adverts: AdvertCounts,
+                 host: any HTTPLoopHost, machineNames: [String], logger: Logger) {
+        self.version = version
+        self.started = started
+        self.broker = broker
+        self.adverts = adverts
+        self.host = host
+        self.machineNames = machineNames
+        self.logger = logger
+    }
 
     /// A stream gets news at most this often; the page's values are at most this late.
     static let tick: Duration = .milliseconds(500)
@@ -47,7 +62,7 @@ struct WebFeature: BridgeFeature {
         var lastLog: UInt64
     }
 
-    func run(_ events: FeatureEvents, _ context: FeatureContext) async {
+    package func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         let (inputs, input) = AsyncStream.makeStream(of: Input.self)
         let pending = PendingCount(limit: Self.maxPending)
         let handler = HTTPHandlerFunction { request, responder in

@@ -1,3 +1,6 @@
+import BridgeFeatureHost
+import BridgeFeatures
+import BridgeModel
 import Codecs
 import Config
 

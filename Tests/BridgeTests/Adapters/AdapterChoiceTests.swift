@@ -1,5 +1,5 @@
 import Testing
-@testable import Bridge
+@testable import BridgeAdapters
 
 @Suite struct AdapterChoiceTests {
     typealias Candidate = AdapterChoice.Candidate

@@ -3,7 +3,8 @@ import Bluetooth
 import Codecs
 import Config
 import Testing
-@testable import Bridge
+@testable import BridgeAdapters
+@testable import BridgeCoreLayer
 
 @Suite struct AdapterSetTests {
     func adapter(_ name: String, powered: Bool = true) -> AdapterInfo {

@@ -1,6 +1,7 @@
 import Synchronization
 import Testing
-@testable import Bridge
+@testable import BridgeAdapters
+@testable import BridgeSession
 
 @Suite struct AnyAdapterDiscoveryTests {
     /// Keeps what the coordinator would: who wants discovery on which adapter.

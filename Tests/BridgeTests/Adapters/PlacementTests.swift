@@ -3,7 +3,7 @@ import Bluetooth
 import Codecs
 import Config
 import Testing
-@testable import Bridge
+@testable import BridgeAdapters
 
 /// The core's placement decisions: who hears of a change, and only of a change.
 @Suite struct PlacementTests {

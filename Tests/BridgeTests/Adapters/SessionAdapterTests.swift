@@ -4,7 +4,7 @@ import Codecs
 import Config
 import Logging
 import Testing
-@testable import Bridge
+@testable import BridgeSession
 
 /// A session told to use another adapter (docs/adapters.md failover) and what it reports for the adapters' health.
 @Suite struct SessionAdapterTests {

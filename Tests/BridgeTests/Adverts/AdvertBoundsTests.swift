@@ -3,7 +3,7 @@ import Bluetooth
 import Codecs
 import Config
 import Testing
-@testable import Bridge
+@testable import BridgeAdverts
 
 /// The bounds of the passive half (issue 40, docs/security.md): what one radio can make the bridge keep and publish.
 @Suite struct AdvertBoundsTests {

@@ -5,7 +5,9 @@ import Config
 import MQTT
 import Synchronization
 import Testing
-@testable import Bridge
+@testable import BridgeAdverts
+@testable import BridgeFeatureHost
+@testable import BridgeModel
 
 /// The core as `AdvertFeature` sees it: records the auto devices it is asked to add.
 final class RecordingCore: DeviceManaging {

@@ -2,7 +2,8 @@ import Adverts
 import Bluetooth
 import Codecs
 import Config
-@testable import Bridge
+@testable import BridgeAdverts
+@testable import BridgeModel
 
 /// Broadcasters and configs shared by the adverts tests.
 enum AdvertFixtures {

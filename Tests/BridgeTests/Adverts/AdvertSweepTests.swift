@@ -1,7 +1,7 @@
 import Config
 import MQTT
 import Testing
-@testable import Bridge
+@testable import BridgeAdverts
 
 /// The start-up sweep (docs/adverts.md) without a broker: what it reads, for how long, and what it clears.
 @Suite struct AdvertSweepTests {

@@ -3,7 +3,8 @@ import Bluetooth
 import Codecs
 import Config
 import Testing
-@testable import Bridge
+@testable import BridgeAdverts
+@testable import BridgeModel
 
 @Suite struct AdvertTrackerTests {
     typealias F = AdvertFixtures

@@ -1,5 +1,5 @@
 import Testing
-@testable import Bridge
+@testable import BridgeAdverts
 
 @Suite struct PassiveSightingsTests {
     typealias Tell = PassiveSightings.Tell

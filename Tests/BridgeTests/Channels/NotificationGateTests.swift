@@ -1,4 +1,5 @@
-@testable import Bridge
+@testable import BridgeChannels
+@testable import BridgeCoreLayer
 import Bluetooth
 import Codecs
 import Config

@@ -1,5 +1,6 @@
 import Testing
-@testable import Bridge
+@testable import BridgeModel
+@testable import BridgeSession
 
 @Suite struct CommandSchedulerTests {
     let t0 = ContinuousClock.now

@@ -4,7 +4,7 @@ import Config
 import DBus
 import MQTT
 import Testing
-@testable import Bridge
+@testable import BridgeCoreLayer
 
 /// The real `BridgeCore` in process, on fakes of its ports (`CoreFakes.swift`): the effects of its decisions
 /// (sessions started and stopped, values and commands routed, holds, adapters, bluetoothd's comings and goings)

@@ -1,7 +1,7 @@
 import Config
 import MQTT
 import Testing
-@testable import Bridge
+@testable import BridgeCommands
 
 /// Every check a command passes before it reaches its session, in the order a fleet needs: only the owner speaks
 /// about a device's channels, but every bridge refuses an unknown device.

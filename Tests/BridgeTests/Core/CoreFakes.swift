@@ -7,7 +7,9 @@ import Logging
 import MQTT
 import Synchronization
 import Testing
-@testable import Bridge
+@testable import BridgeCoreLayer
+@testable import BridgeFeatureHost
+@testable import BridgeSession
 
 /// BlueZ for driving the real `BridgeCore` in process (`BluetoothPort`): adapters a test can add, power and break,
 /// and any number of devices, each with a notify characteristic (`aaa1`) and a read/write one (`aaa2`) under its own

@@ -2,7 +2,7 @@ import BlueZ
 import Bluetooth
 import Config
 import Testing
-@testable import Bridge
+@testable import BridgeCoreLayer
 
 /// The adapters' and BlueZ's half of the machine (docs/adapters.md, docs/adverts.md): BlueZ facts as values in,
 /// reads, placement, discovery and sightings out, without a bench.

@@ -2,7 +2,8 @@ import Adverts
 import Bluetooth
 import Config
 import Testing
-@testable import Bridge
+@testable import BridgeCoreLayer
+@testable import BridgeFeatureHost
 
 /// Auto devices (docs/adverts.md): heard, never saved, kept across reloads while the `adverts:` section allows them,
 /// adopted by a saved device of their address.

@@ -1,7 +1,7 @@
 import Config
 import MQTT
 import Testing
-@testable import Bridge
+@testable import BridgeCoreLayer
 
 /// The fleet's half of the machine (docs/fleet.md): one view of ownership and holds, each change announced once.
 @Suite struct CoreMachineFleetTests {

@@ -3,7 +3,8 @@ import Codecs
 import Config
 import MQTT
 import Testing
-@testable import Bridge
+@testable import BridgeCoreLayer
+@testable import BridgeFeatureHost
 
 /// The core's decisions without the bench: config changes in every order, the reload diff, the bridge API's changes
 /// and the fleet's holds.

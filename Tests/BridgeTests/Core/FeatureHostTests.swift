@@ -2,7 +2,8 @@ import Adverts
 import Bluetooth
 import MQTT
 import Testing
-@testable import Bridge
+@testable import BridgeFeatureHost
+@testable import BridgeModel
 
 /// The host's fan-out: broadcasts (about one a second per sensor) reach only the features that want them.
 @Suite struct FeatureHostTests {

@@ -3,7 +3,9 @@ import Codecs
 import Config
 import MQTT
 import Testing
-@testable import Bridge
+@testable import BridgeAdapters
+@testable import BridgeFeatures
+@testable import BridgeModel
 
 /// The bridge API's decisions without a broker, a core or a clock (docs/bridge-api.md, docs/fleet.md).
 @Suite struct BridgeAPIMachineTests {

@@ -3,7 +3,11 @@ import Codecs
 import Config
 import MQTT
 import Testing
-@testable import Bridge
+@testable import BridgeFeatureHost
+@testable import BridgeFeatures
+@testable import BridgeFleet
+@testable import BridgeModel
+@testable import BridgeSession
 
 @Suite struct BridgeRequestTests {
     private func parse(_ verb: String, _ payload: String) -> Result<BridgeRequest, BridgeRequest.Failure> {

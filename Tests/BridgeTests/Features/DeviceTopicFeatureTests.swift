@@ -3,7 +3,10 @@ import Bluetooth
 import Codecs
 import Config
 import Testing
-@testable import Bridge
+@testable import BridgeFeatures
+@testable import BridgeHomeAssistant
+@testable import BridgeModel
+@testable import BridgeSession
 
 @Suite struct DeviceTopicFeatureTests {
     let lamp = DeviceConfig(name: "lamp", address: BluetoothAddress("C0:FF:EE:00:00:03")!, channels: [])

@@ -1,7 +1,8 @@
 import Config
 import MQTT
 import Synchronization
-@testable import Bridge
+@testable import BridgeFeatureHost
+@testable import BridgeModel
 
 /// Runs one feature in process: events go in through `host.emit`, what it publishes lands in `published`.
 final class RecordingLink: BrokerLink, Sendable {

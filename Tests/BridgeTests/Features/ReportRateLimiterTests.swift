@@ -1,5 +1,5 @@
 import Testing
-@testable import Bridge
+@testable import BridgeFeatures
 
 @Suite struct ReportRateLimiterTests {
     @Test func admitsTenPerSecondAndSumsUpTheRest() {

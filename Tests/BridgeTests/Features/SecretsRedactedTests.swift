@@ -1,6 +1,6 @@
 import Codecs
 import Testing
-@testable import Bridge
+@testable import BridgeFeatures
 
 /// `device/add` echoes the device it saved: an inline passkey or bindkey must not reach MQTT with it.
 @Suite struct SecretsRedactedTests {

@@ -3,7 +3,10 @@ import Codecs
 import Config
 import MQTT
 import Testing
-@testable import Bridge
+@testable import BridgeFeatureHost
+@testable import BridgeFeatures
+@testable import BridgeFleet
+@testable import BridgeModel
 
 @Suite struct FleetDirectoryTests {
     private func settled(_ id: String, live: [String] = []) -> FleetDirectory {

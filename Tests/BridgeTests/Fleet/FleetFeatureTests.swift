@@ -4,6 +4,10 @@ import Config
 import MQTT
 import Testing
 @testable import Bridge
+@testable import BridgeFeatures
+@testable import BridgeFleet
+@testable import BridgeHomeAssistant
+@testable import BridgeModel
 
 /// The features' side of a fleet (docs/fleet.md): Home Assistant configs and retained device topics belong to the owner.
 @Suite struct FleetFeatureTests {

@@ -1,7 +1,8 @@
 import Config
 import MQTT
 import Testing
-@testable import Bridge
+@testable import BridgeFeatureHost
+@testable import BridgeFleet
 
 /// `FleetFeature`'s decisions, driven directly (docs/fleet.md).
 @Suite struct FleetMachineTests {

@@ -1,5 +1,5 @@
 import Testing
-@testable import Bridge
+@testable import BridgeFleet
 
 @Suite struct HoldingPublisherTests {
     @Test func heldValuesFollowInOrderWhenStillOwnedAndAreDroppedWhenTaken() {

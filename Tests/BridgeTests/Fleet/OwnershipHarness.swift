@@ -1,4 +1,4 @@
-@testable import Bridge
+@testable import BridgeFleet
 
 /// Drives one `OwnershipMachine` as the `FleetFeature` would: remembers the timers it armed (only the latest token
 /// of each counts) and fires them on request, with a clock the test advances.

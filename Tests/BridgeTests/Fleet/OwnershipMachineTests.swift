@@ -1,5 +1,5 @@
 import Testing
-@testable import Bridge
+@testable import BridgeFleet
 
 @Suite struct OwnershipMachineTests {
     let b = OwnerRecord(bridge: "b", rssi: -70, since: 1)

@@ -1,5 +1,5 @@
 import Testing
-@testable import Bridge
+@testable import BridgeFleet
 
 /// The races of `OwnershipMachine`'s doc comment, played between several machines over one simulated broker.
 @Suite struct OwnershipRaceTests {

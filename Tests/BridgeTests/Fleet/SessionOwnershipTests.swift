@@ -1,5 +1,5 @@
 import Testing
-@testable import Bridge
+@testable import BridgeSession
 
 /// The session's side of a fleet (docs/fleet.md): a device another bridge owns is watched (discovery, for RSSI), never
 /// connected, and never spoken for (no availability).

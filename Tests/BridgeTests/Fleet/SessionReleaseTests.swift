@@ -5,7 +5,7 @@ import Config
 import Logging
 import Synchronization
 import Testing
-@testable import Bridge
+@testable import BridgeSession
 
 /// A `DeviceSession` in a fleet, in process against `FakeGATT`: silent while another bridge owns the device, and a
 /// release that is confirmed only once the device is disconnected (the next owner's connect must find it free).

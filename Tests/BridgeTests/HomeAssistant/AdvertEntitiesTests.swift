@@ -4,7 +4,8 @@ import Codecs
 import Config
 import MQTT
 import Testing
-@testable import Bridge
+@testable import BridgeHomeAssistant
+@testable import BridgeModel
 
 /// Home Assistant entities of broadcasters (docs/adverts.md).
 @Suite struct AdvertEntitiesTests {

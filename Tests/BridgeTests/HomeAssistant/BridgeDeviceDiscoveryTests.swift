@@ -1,7 +1,7 @@
 import Codecs
 import Config
 import Testing
-@testable import Bridge
+@testable import BridgeHomeAssistant
 
 @Suite struct BridgeDeviceDiscoveryTests {
     func discovery(enabled: Bool = true, host: String = "pi.local", bridgeID: String? = nil) -> BridgeDeviceDiscovery {

@@ -1,7 +1,7 @@
 import Bluetooth
 import Codecs
 import Config
-@testable import Bridge
+@testable import BridgeHomeAssistant
 
 /// Configs and payload accessors shared by the Home Assistant discovery tests.
 enum DiscoveryFixtures {

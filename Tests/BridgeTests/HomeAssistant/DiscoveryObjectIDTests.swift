@@ -1,5 +1,5 @@
 import Testing
-@testable import Bridge
+@testable import BridgeHomeAssistant
 
 @Suite struct DiscoveryObjectIDTests {
     @Test func safeLevelsStayAsTheyAre() {

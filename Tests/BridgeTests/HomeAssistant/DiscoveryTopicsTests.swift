@@ -1,6 +1,6 @@
 import Config
 import Testing
-@testable import Bridge
+@testable import BridgeHomeAssistant
 
 /// Clearing configs: on reload (`removedTopics`) and at start-up against retained leftovers (`staleTopics`).
 @Suite struct DiscoveryTopicsTests {

@@ -2,7 +2,7 @@ import Bluetooth
 import Codecs
 import Config
 import Testing
-@testable import Bridge
+@testable import BridgeHomeAssistant
 
 /// `homeassistant: event` / `device_trigger` (docs/home-assistant.md): an event entity plus one device trigger per event type.
 @Suite struct EventDiscoveryTests {

@@ -1,6 +1,6 @@
 import MQTT
 import Testing
-@testable import Bridge
+@testable import BridgeHomeAssistant
 
 @Suite struct HomeAssistantBirthTests {
     static func status(_ text: String) -> MQTTMessage {

@@ -2,7 +2,8 @@ import Bluetooth
 import Codecs
 import Config
 import Testing
-@testable import Bridge
+@testable import BridgeHomeAssistant
+@testable import BridgeModel
 
 @Suite struct HomeAssistantDiscoveryTests {
     typealias F = DiscoveryFixtures

@@ -1,7 +1,7 @@
 import Config
 import MQTT
 import Testing
-@testable import Bridge
+@testable import BridgeHomeAssistant
 
 /// The bridge reads its own retained configs for a sweep after each connect only (issue 40): subscribed for good,
 /// every config it publishes came back into its 1 MiB inbox.

@@ -1,6 +1,6 @@
 import Codecs
 import Testing
-@testable import Bridge
+@testable import BridgeHomeAssistant
 
 @Suite struct OnOffPayloadsTests {
     @Test(arguments: [

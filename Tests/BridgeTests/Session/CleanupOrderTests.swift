@@ -1,5 +1,5 @@
 import Testing
-@testable import Bridge
+@testable import BridgeSession
 
 /// A Connect or lookup never overtakes a Disconnect asked for before it (`CleanupOrder`).
 @Suite struct CleanupOrderTests {

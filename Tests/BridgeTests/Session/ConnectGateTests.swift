@@ -1,5 +1,5 @@
 import Testing
-@testable import Bridge
+@testable import BridgeSession
 
 /// Polls `condition` until it holds or `timeout` passes; waiting on state, not on time.
 func eventually(_ timeout: Duration = .seconds(30), _ condition: () async -> Bool) async -> Bool {

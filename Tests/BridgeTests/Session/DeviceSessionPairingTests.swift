@@ -4,7 +4,8 @@ import Codecs
 import Config
 import Logging
 import Testing
-@testable import Bridge
+@testable import BridgePairing
+@testable import BridgeSession
 
 /// docs/pairing.md through a whole `DeviceSession` against `FakeGATT` (whose device BlueZ does not list as paired).
 @Suite struct DeviceSessionPairingTests {

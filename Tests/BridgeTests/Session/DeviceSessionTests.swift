@@ -4,7 +4,8 @@ import Codecs
 import Config
 import Logging
 import Testing
-@testable import Bridge
+@testable import BridgeModel
+@testable import BridgeSession
 
 /// A `DeviceSession` driven in process against `FakeGATT`: reconnects, command ttl, ordering and stop, without the
 /// bench.

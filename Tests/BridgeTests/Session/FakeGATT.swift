@@ -6,7 +6,9 @@ import DBus
 import Logging
 import Testing
 import Synchronization
-@testable import Bridge
+@testable import BridgeModel
+@testable import BridgePairing
+@testable import BridgeSession
 
 /// A fake of our own `GATTClient` protocol: one device with a notify characteristic (`n`) and a read/write one
 /// (`rw`), whose link a test can drop, whose connects it can make fail, and whose calls it can inspect.

@@ -1,5 +1,5 @@
 import Testing
-@testable import Bridge
+@testable import BridgeSession
 
 /// Adapter, bluetoothd and link changes around a session.
 @Suite struct SessionMachineEnvironmentTests {

@@ -1,5 +1,5 @@
 import Testing
-@testable import Bridge
+@testable import BridgeSession
 
 /// Every failure kind, raised while connecting and while online, leads to the table's delay and next step.
 @Suite struct SessionMachineFailureTests {

@@ -1,4 +1,4 @@
-@testable import Bridge
+@testable import BridgeSession
 
 /// Drives a `SessionMachine` the way the orchestrator would, with a fixed jitter so delays are exact.
 struct SessionHarness {

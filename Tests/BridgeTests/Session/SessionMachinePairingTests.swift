@@ -1,6 +1,6 @@
 import BlueZ
 import Testing
-@testable import Bridge
+@testable import BridgeSession
 
 /// The pairing step of docs/pairing.md: before connecting, a device configured to pair that BlueZ does not list as paired is
 /// paired; a refused pairing backs off slowly.

@@ -1,5 +1,5 @@
 import Testing
-@testable import Bridge
+@testable import BridgeSession
 
 /// `stop` from every state, and invariants over long random event sequences.
 @Suite struct SessionMachineStopTests {

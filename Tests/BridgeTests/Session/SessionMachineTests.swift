@@ -1,5 +1,5 @@
 import Testing
-@testable import Bridge
+@testable import BridgeSession
 
 @Suite struct SessionMachineTests {
     @Test func happyPathFromUnknownDevice() {

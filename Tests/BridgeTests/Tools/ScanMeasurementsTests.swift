@@ -4,7 +4,7 @@ import Bluetooth
 import Codecs
 import DBus
 import Testing
-@testable import Bridge
+@testable import BridgeTools
 
 /// What `scan` shows of each device's broadcast: `"measurements"` in the JSON, a cell of the table (docs/cli.md).
 @Suite struct ScanMeasurementsTests {

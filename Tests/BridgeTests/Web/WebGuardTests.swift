@@ -1,6 +1,9 @@
 import Config
 import Testing
-@testable import Bridge
+@testable import BridgeFeatureHost
+@testable import BridgeFeatures
+@testable import BridgeModel
+@testable import BridgeWeb
 
 /// Who may see and change what through the web page (docs/web.md, "Security"), without a server or a clock.
 @Suite struct WebGuardTests {

@@ -1,7 +1,10 @@
 import Config
 import HTTPServer
 import Testing
-@testable import Bridge
+@testable import BridgeFeatureHost
+@testable import BridgeFeatures
+@testable import BridgeModel
+@testable import BridgeWeb
 
 /// What a request to the web page may ask for, and what is refused before anything is done (docs/web.md).
 @Suite struct WebRouteTests {

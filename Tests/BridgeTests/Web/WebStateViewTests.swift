@@ -2,7 +2,10 @@ import Bluetooth
 import Codecs
 import Config
 import Testing
-@testable import Bridge
+@testable import BridgeFeatureHost
+@testable import BridgeFeatures
+@testable import BridgeModel
+@testable import BridgeWeb
 
 /// The web page's view of the bridge, made from the read model and the values as MQTT has them (docs/web.md).
 @Suite struct WebStateViewTests {
