@@ -322,9 +322,9 @@
             cell('Source', d.source),
             cell('Adapter', d.adapter || '–'),
             cell('State', stateBadge(d.state)),
-            cell('RSSI', d.rssi === null || d.rssi === undefined ? '–' : d.rssi + ' dBm'));
+            cell('RSSI', d.rssi === null || d.rssi === undefined ? '–' : d.rssi + ' dBm', 'nowrap'));
           if (inFleet) add(row, cell('Owner', d.owner || '–'));
-          add(row, cell('Last seen', ago(since(d.last_seen_s))), cell('Values', valuesList(d), 'vals'));
+          add(row, cell('Last seen', ago(since(d.last_seen_s)), 'nowrap'), cell('Values', valuesList(d), 'vals'));
           add(t.body, row);
         });
         add(box, t.el);
@@ -528,7 +528,7 @@
         add(t.body, h('tr', null,
           cell('Address', r.address, 'mono'),
           cell('Name', r.name === null || r.name === undefined ? '–' : r.name, 'name'),
-          cell('RSSI', r.rssi === null || r.rssi === undefined ? '–' : r.rssi + ' dBm'),
+          cell('RSSI', r.rssi === null || r.rssi === undefined ? '–' : r.rssi + ' dBm', 'nowrap'),
           cell('Services', (r.services || []).length ? h('ul', { class: 'plain' },
             (r.services || []).map(function (u) { return h('li', { text: serviceName(u) }); })) : '–'),
           cell('Measurements', measurementsText(r.measurements), 'value'),
@@ -574,8 +574,8 @@
         pattern: '[0-9A-Fa-f]{32}', placeholder: '32 hex digits', 'aria-describedby': 'bindkey-help' });
       var submit = h('button', { type: 'submit', text: 'Add device' });
       var f = h('form', { class: 'add', 'aria-labelledby': 'add-title' },
-        h('p', { class: 'note', text: 'A broadcaster: added as a passive device, read from its advertisements (format ' +
-          advertFormat(r) + ').' }),
+        h('p', { class: 'note', text: 'A broadcaster: added as a passive device, read from its advertisements (' +
+          (advertFormat(r) === 'auto' ? 'in whichever format decodes' : 'format ' + advertFormat(r)) + ').' }),
         h('label', { for: 'add-name', text: 'Name' }), name,
         h('label', { for: 'add-bindkey', text: 'Bindkey (optional)' }), key,
         h('p', { id: 'bindkey-help', class: 'help', text: 'Only for an encrypted BTHome or Xiaomi device.' }),
@@ -595,7 +595,14 @@
       var status = h('p', { class: 'note', role: 'status', 'aria-live': 'polite', text: 'Inspecting ' + r.address + ' (connecting)…' });
       add(panel, status);
       request('inspect', { address: r.address }).then(function (a) {
-        if (!a.ok) { status.textContent = 'Inspect failed: ' + a.error; status.className = 'result bad'; return; }
+        if (!a.ok) {
+          status.textContent = 'Inspect failed: ' + a.error; status.className = 'result bad';
+          // An encrypted broadcast decodes to nothing without its key and takes no connection: offer it as one.
+          var as = h('button', { type: 'button', text: 'Add as a broadcaster' });
+          as.addEventListener('click', function () { as.remove(); broadcasterForm(r); });
+          add(panel, h('div', { class: 'buttons' }, as));
+          return;
+        }
         status.remove();
         connectableForm(r, a.data || {});
       });

@@ -110,7 +110,8 @@ def test_every_page_renders_under_the_csp(web_bridge, bench, page):
 
     page.get_by_role("link", name="desk-led", exact=True).click()
     expect(page.get_by_role("heading", name="desk-led", exact=True)).to_be_visible()
-    expect(page.get_by_role("button", name="ON", exact=True)).to_be_visible()
+    page.get_by_role("button", name="ON", exact=True).click()
+    expect(page.get_by_role("status", name="Result for led")).to_have_text("ok", timeout=10_000)
     expect(page.get_by_role("heading", name="Recent errors")).to_be_visible()
     shot(page, "device")
 
@@ -122,7 +123,9 @@ def test_every_page_renders_under_the_csp(web_bridge, bench, page):
     page.get_by_role("link", name="Log", exact=True).click()
     expect(page.get_by_role("heading", name="Log", exact=True)).to_be_visible()
     expect(page.get_by_label("Level")).to_have_value("all")
-    expect(page.get_by_role("list", name=re.compile("Log entries")).get_by_role("listitem").first).to_be_visible()
+    wb.mqtt.publish(wb.bridge.topic("desk-led", "led", "set"), "zz")         # a bad command, for an entry to show
+    expect(page.get_by_role("list", name=re.compile("Log entries")).get_by_role("listitem").first).to_contain_text(
+        '"zz"', timeout=10_000)
     shot(page, "log")
 
     page.get_by_role("link", name="Bridge", exact=True).click()
