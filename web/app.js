@@ -234,8 +234,19 @@
   }
   function setConn(text) { document.getElementById('conn').textContent = text; }
 
+  // When a value changed, as this page saw it: the age shown when the bridge sends none (`age_s`).
+  var changed = {};
   function onState(st) {
-    S.state = st; S.stateAt = Date.now();
+    var now = Date.now(), seen = {};
+    (st.devices || []).forEach(function (d) {
+      var v = d.values || {};
+      Object.keys(v).forEach(function (n) {
+        var k = d.name + '\u0000' + n, old = changed[k];
+        seen[k] = old && old.value === v[n].value ? old : { value: v[n].value, at: S.state ? now : null };
+      });
+    });
+    changed = seen;
+    S.state = st; S.stateAt = now;
     if (S.view && S.view.update) S.view.update();
   }
 
@@ -294,6 +305,11 @@
     return h('ul', { class: 'values' }, names.map(function (n) {
       return h('li', null, h('span', { class: 'vname', text: n }), ' ', h('span', { class: 'value', text: vals[n].value }));
     }));
+  }
+  function valueAge(device, name, v) {
+    if (v.age_s !== undefined && v.age_s !== null) return ago(since(v.age_s));
+    var c = changed[device + '\u0000' + name];
+    return c && c.at !== null ? ago((Date.now() - c.at) / 1000) : '–';
   }
   function stateBadge(s) { return h('span', { class: 'badge state-' + String(s).replace(/[^a-z]/g, ''), text: s }); }
 
@@ -460,7 +476,7 @@
             var c = chans[n];
             add(t.body, h('tr', null, cell('Name', n, 'name'),
               cell('Value', v[n] ? v[n].value : '–', 'value'),
-              cell('Updated', v[n] ? ago(since(v[n].age_s)) : '–'),
+              cell('Updated', v[n] ? valueAge(name, n, v[n]) : '–'),
               cell('Channel', c ? c.characteristic + ' · ' + c.codec + (c.mode ? ' · ' + c.mode : '') + (c.writable ? ' · writable' : '') : 'broadcast')));
           });
           add(vals, t.el);
@@ -817,7 +833,7 @@
 
   // Ages shown as "n s ago" move on between updates.
   setInterval(function () {
-    if (S.view && S.view.update && (S.view.name === 'devices' || S.view.name === 'bridge') && !document.hidden) S.view.update();
+    if (S.view && S.view.update && (S.view.name === 'devices' || S.view.name === 'device' || S.view.name === 'bridge') && !document.hidden) S.view.update();
   }, 5000);
 
   boot();
