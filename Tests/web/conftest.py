@@ -12,7 +12,9 @@ The bench fixtures are the integration tier's (Tests/integration/conftest.py: `b
                 `.url`, `.bridge` (bridge_helpers.Bridge), `.mqtt`, `.peripherals`, `.state_dir`, `.api(…)` (urllib)
   page          a fresh browser context and page (1280×800) that records dialogs, requests, console errors and page
                 errors (`page.seen`); closed after the test
-Every wait is a condition with a deadline. GATTBRIDGE_WEB_SCREENSHOTS=1 makes test_screenshots write docs/web/*.png.
+Every wait is a condition with a deadline. What the tests import lives in web_helpers.py (a module name of its own,
+so Tests/web runs beside other tiers in one pytest). GATTBRIDGE_WEB_SCREENSHOTS=1 makes
+test_every_page_renders_under_the_csp write docs/web/*.png.
 """
 from __future__ import annotations
 
@@ -51,15 +53,9 @@ run_gattbridge = _integration.run_gattbridge
 wait_until = _integration.wait_until
 
 from bench.bench import free_port, wait_until as _wait_until  # noqa: E402
-from bench.peripherals import led  # noqa: E402
 from bridge_helpers import BASE, Bridge, channel, device, to_yaml  # noqa: E402
 
-CHROMIUM = os.environ.get("GATTBRIDGE_CHROMIUM", "/usr/bin/chromium")
-SCREENSHOTS = os.environ.get("GATTBRIDGE_WEB_SCREENSHOTS") == "1"
-PASSWORD = "correct horse battery staple"
-
-STRAP, SERIAL, LAMP = "C0:FF:EE:00:00:01", "C0:FF:EE:00:00:02", "C0:FF:EE:00:00:03"
-LED_CHAR = f"{led.SERVICE}/{led.CHARACTERISTIC}"
+from web_helpers import CHROMIUM, LAMP, LED_CHAR, SERIAL, STRAP, new_page  # noqa: E402
 
 
 def bench_devices() -> list[dict]:
@@ -163,36 +159,6 @@ def browser():
         b.close()
 
 
-class Seen:
-    """What a page did besides drawing: dialogs opened, requests sent, console errors and uncaught exceptions."""
-
-    def __init__(self):
-        self.dialogs: list[str] = []
-        self.requests: list = []
-        self.errors: list[str] = []
-
-    def page_errors(self) -> list[str]:
-        # The browser asks for /favicon.ico by itself; the page serves no icon (nothing else static).
-        return [e for e in self.errors if "favicon" not in e and "404" not in e]
-
-
-def new_page(browser, width: int = 1280, height: int = 800):
-    context = browser.new_context(viewport={"width": width, "height": height})
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    seen = Seen()
-
-    def on_dialog(dialog):
-        seen.dialogs.append(dialog.message)
-        dialog.dismiss()
-    page.on("dialog", on_dialog)
-    page.on("request", lambda r: seen.requests.append(r))
-    page.on("console", lambda m: m.type == "error" and seen.errors.append(f"console: {m.text} {m.location}"))
-    page.on("pageerror", lambda e: seen.errors.append(f"pageerror: {e}"))
-    page.seen = seen
-    return context, page
-
-
 @pytest.fixture
 def page(browser):
     context, p = new_page(browser)
@@ -206,11 +172,3 @@ def phone(browser):
     yield p
     context.close()
 
-
-def api_request(mqtt, bridge: Bridge, verb: str, body: dict, timeout: float = 15.0) -> dict:
-    """A bridge API request over MQTT (docs/bridge-api.md), as another client of the bridge sends it; its answer."""
-    transaction = f"web-{time.monotonic_ns()}"
-    mark = mqtt.mark()
-    mqtt.publish(bridge.topic("bridge", "request", verb), json.dumps({**body, "transaction": transaction}))
-    return mqtt.wait_for(bridge.topic("bridge", "response", verb),
-                         lambda m: m.json().get("transaction") == transaction, timeout, since=mark).json()

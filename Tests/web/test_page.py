@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from bench.bench import wait_until
 from bridge_helpers import channel, device
-from conftest import LED_CHAR, PASSWORD, REPO, SCREENSHOTS, api_request, new_page
+from web_helpers import LED_CHAR, PASSWORD, REPO, SCREENSHOTS, api_request, new_page
 
 THERMO = "A4:C1:38:0B:70:21"         # a BTHome broadcaster nobody saved
 EVIL = "A4:C1:38:0B:70:66"           # one that advertises markup as its name
