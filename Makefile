@@ -115,12 +115,14 @@ test-prepare:
 	@(bash scripts/adverts/setup.sh > .build/setup-adverts.log 2>&1 &)
 	@(bash scripts/homeassistant/setup.sh > .build/setup-homeassistant.log 2>&1 &)
 	@(bash scripts/realbluez/prepare-guest.sh .build-realbluez > .build/prepare-guest.log 2>&1 &)
+	@(bash scripts/web/setup.sh > .build/setup-web.log 2>&1 &)
 
 test-tiers: test-prepare
 	$(TIER) build-tests $(SWIFT) build --build-tests
 	$(TIER) unit $(SWIFT) test --skip-build
 	$(TIER) integration env GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/integration -q $(PYTEST_ARGS)
 	$(TIER) docs env GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/docs -q
+	$(TIER) web $(MAKE) test-web
 	$(TIER) root-plants bash Tests/scripts/root-plants.sh
 	$(TIER) adverts $(MAKE) test-adverts
 	$(TIER) homeassistant $(MAKE) test-homeassistant
@@ -173,6 +175,14 @@ test-realbluez-deb: setup deb
 	rm -rf $(DEB_EXTRACT) && mkdir -p $(DEB_EXTRACT)
 	dpkg-deb -x $(DEB_FILE) $(DEB_EXTRACT)
 	GATTBRIDGE_BIN=$(CURDIR)/$(DEB_EXTRACT)/usr/bin/gattbridge bash scripts/realbluez/run.sh
+
+# The web page in a real browser (docs/web.md): Debian's chromium, driven by Playwright, against the real bridge on the
+# simulated bench (Tests/web; about a minute). scripts/web/setup.sh installs chromium when missing (~290 MB);
+# GATTBRIDGE_WEB_SCREENSHOTS=1 also writes docs/web/*.png.
+.PHONY: test-web
+test-web: setup build
+	bash scripts/web/setup.sh
+	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/web -q $(PYTEST_ARGS)
 
 # The guide's links and the config's JSON Schema against the validator (Tests/docs; a few seconds).
 .PHONY: docs-test

@@ -234,8 +234,19 @@
   }
   function setConn(text) { document.getElementById('conn').textContent = text; }
 
+  // When a value changed, as this page saw it: the age shown when the bridge sends none (`age_s`).
+  var changed = {};
   function onState(st) {
-    S.state = st; S.stateAt = Date.now();
+    var now = Date.now(), seen = {};
+    (st.devices || []).forEach(function (d) {
+      var v = d.values || {};
+      Object.keys(v).forEach(function (n) {
+        var k = d.name + '\u0000' + n, old = changed[k];
+        seen[k] = old && old.value === v[n].value ? old : { value: v[n].value, at: S.state ? now : null };
+      });
+    });
+    changed = seen;
+    S.state = st; S.stateAt = now;
     if (S.view && S.view.update) S.view.update();
   }
 
@@ -295,6 +306,11 @@
       return h('li', null, h('span', { class: 'vname', text: n }), ' ', h('span', { class: 'value', text: vals[n].value }));
     }));
   }
+  function valueAge(device, name, v) {
+    if (v.age_s !== undefined && v.age_s !== null) return ago(since(v.age_s));
+    var c = changed[device + '\u0000' + name];
+    return c && c.at !== null ? ago((Date.now() - c.at) / 1000) : '–';
+  }
   function stateBadge(s) { return h('span', { class: 'badge state-' + String(s).replace(/[^a-z]/g, ''), text: s }); }
 
   // --- Devices -----------------------------------------------------------------------------------------------
@@ -322,9 +338,9 @@
             cell('Source', d.source),
             cell('Adapter', d.adapter || '–'),
             cell('State', stateBadge(d.state)),
-            cell('RSSI', d.rssi === null || d.rssi === undefined ? '–' : d.rssi + ' dBm'));
+            cell('RSSI', d.rssi === null || d.rssi === undefined ? '–' : d.rssi + ' dBm', 'nowrap'));
           if (inFleet) add(row, cell('Owner', d.owner || '–'));
-          add(row, cell('Last seen', ago(since(d.last_seen_s))), cell('Values', valuesList(d), 'vals'));
+          add(row, cell('Last seen', ago(since(d.last_seen_s)), 'nowrap'), cell('Values', valuesList(d), 'vals'));
           add(t.body, row);
         });
         add(box, t.el);
@@ -460,7 +476,7 @@
             var c = chans[n];
             add(t.body, h('tr', null, cell('Name', n, 'name'),
               cell('Value', v[n] ? v[n].value : '–', 'value'),
-              cell('Updated', v[n] ? ago(since(v[n].age_s)) : '–'),
+              cell('Updated', v[n] ? valueAge(name, n, v[n]) : '–'),
               cell('Channel', c ? c.characteristic + ' · ' + c.codec + (c.mode ? ' · ' + c.mode : '') + (c.writable ? ' · writable' : '') : 'broadcast')));
           });
           add(vals, t.el);
@@ -528,7 +544,7 @@
         add(t.body, h('tr', null,
           cell('Address', r.address, 'mono'),
           cell('Name', r.name === null || r.name === undefined ? '–' : r.name, 'name'),
-          cell('RSSI', r.rssi === null || r.rssi === undefined ? '–' : r.rssi + ' dBm'),
+          cell('RSSI', r.rssi === null || r.rssi === undefined ? '–' : r.rssi + ' dBm', 'nowrap'),
           cell('Services', (r.services || []).length ? h('ul', { class: 'plain' },
             (r.services || []).map(function (u) { return h('li', { text: serviceName(u) }); })) : '–'),
           cell('Measurements', measurementsText(r.measurements), 'value'),
@@ -574,8 +590,8 @@
         pattern: '[0-9A-Fa-f]{32}', placeholder: '32 hex digits', 'aria-describedby': 'bindkey-help' });
       var submit = h('button', { type: 'submit', text: 'Add device' });
       var f = h('form', { class: 'add', 'aria-labelledby': 'add-title' },
-        h('p', { class: 'note', text: 'A broadcaster: added as a passive device, read from its advertisements (format ' +
-          advertFormat(r) + ').' }),
+        h('p', { class: 'note', text: 'A broadcaster: added as a passive device, read from its advertisements (' +
+          (advertFormat(r) === 'auto' ? 'in whichever format decodes' : 'format ' + advertFormat(r)) + ').' }),
         h('label', { for: 'add-name', text: 'Name' }), name,
         h('label', { for: 'add-bindkey', text: 'Bindkey (optional)' }), key,
         h('p', { id: 'bindkey-help', class: 'help', text: 'Only for an encrypted BTHome or Xiaomi device.' }),
@@ -595,7 +611,14 @@
       var status = h('p', { class: 'note', role: 'status', 'aria-live': 'polite', text: 'Inspecting ' + r.address + ' (connecting)…' });
       add(panel, status);
       request('inspect', { address: r.address }).then(function (a) {
-        if (!a.ok) { status.textContent = 'Inspect failed: ' + a.error; status.className = 'result bad'; return; }
+        if (!a.ok) {
+          status.textContent = 'Inspect failed: ' + a.error; status.className = 'result bad';
+          // An encrypted broadcast decodes to nothing without its key and takes no connection: offer it as one.
+          var as = h('button', { type: 'button', text: 'Add as a broadcaster' });
+          as.addEventListener('click', function () { as.remove(); broadcasterForm(r); });
+          add(panel, h('div', { class: 'buttons' }, as));
+          return;
+        }
         status.remove();
         connectableForm(r, a.data || {});
       });
@@ -810,7 +833,7 @@
 
   // Ages shown as "n s ago" move on between updates.
   setInterval(function () {
-    if (S.view && S.view.update && (S.view.name === 'devices' || S.view.name === 'bridge') && !document.hidden) S.view.update();
+    if (S.view && S.view.update && (S.view.name === 'devices' || S.view.name === 'device' || S.view.name === 'bridge') && !document.hidden) S.view.update();
   }, 5000);
 
   boot();
