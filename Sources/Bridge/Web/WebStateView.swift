@@ -38,6 +38,8 @@ enum WebStateView {
                 replace(&members, "state", .string(device.link.rawValue))
             }
             members.append(("kind", .string(device.config.isPassive ? "passive" : "connected")))
+            // Its broadcasts are encrypted: the page offers to re-arm it (docs/adverts.md, "Re-arming").
+            members.append(("encrypted", .bool(device.config.bindkey != nil || device.config.bindkeyFile != nil)))
             members.append(("rssi", device.rssi.map { .int($0) } ?? .null))
             members.append(("last_seen_s", device.lastSeen.map { .int(seconds(inputs.now - $0)) } ?? .null))
             members.append(("values", .object(inputs.values(device.config).map { ($0.name, .object([("value", .string($0.payload))])) })))
