@@ -39,6 +39,7 @@ let package = Package(
         .target(name: "Codecs"),
         .target(name: "Adverts", dependencies: ["CCrypto", "Bluetooth", "Codecs"]),
         .target(name: "Config", dependencies: ["CYAML", "Codecs", "Bluetooth", "Adverts"]),
+        .target(name: "ESPHomeAPI", dependencies: ["CCrypto"]),
         .target(name: "MQTT", dependencies: ["CMosquitto", "Durations", log, deque]),
                 // The bridge's layer targets as in ../Package.swift, through the Sources/Bridge symlink. No Bridge (Services)
         // target: no harness reaches the daemon's services.
@@ -79,6 +80,7 @@ let package = Package(
         fuzzer("FuzzRuuvi", ["Adverts", "FuzzSupport", "AdvertsFuzzSupport"]),
         fuzzer("FuzzBeacons", ["Adverts", "Bluetooth", "FuzzSupport", "AdvertsFuzzSupport"]),
         fuzzer("FuzzReplayLedger", ["Adverts", "FuzzSupport"]),
+        fuzzer("FuzzESPHomeAPI", ["ESPHomeAPI", "FuzzSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

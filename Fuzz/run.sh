@@ -17,7 +17,7 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(FuzzCodecs FuzzConfig FuzzCommands FuzzBridgeRequest FuzzDBus
                                    FuzzBTHome FuzzXiaomi FuzzThermometerFirmware FuzzGovee FuzzRuuvi FuzzBeacons
-                                   FuzzReplayLedger)
+                                   FuzzReplayLedger FuzzESPHomeAPI)
 scratch="$repo/.build-fuzz"
 bin="$scratch/release"
 

@@ -1,0 +1,74 @@
+import FuzzSupport
+@testable import ESPHomeAPI
+
+/// What a Home Assistant Bluetooth proxy client sends before anyone trusts it (docs/dev/esphome-proxy.md): its bytes
+/// cut into frames at arbitrary points, its first Noise handshake message, and forged transport messages.
+/// Oracles: however the bytes are split, the frames read are the same, each payload within the bound, and nothing
+/// is kept beyond what arrived; a handshake message either fails or, only with the right key, authenticates; a
+/// forged transport message never opens and leaves the nonce counter where it was.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzESPHomeAPI(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    var input = FuzzInput(data, size)
+    let mode = input.byte()
+    let rest = input.take(size)
+    switch mode % 3 {
+    case 0:
+        var whole = APIFrameReader()
+        let wholeResult = Result { () throws(APIFrameReader.Failure) in try whole.read(rest) }
+        var pieces = APIFrameReader()
+        var frames: [APIFrameReader.Frame] = []
+        var failure: APIFrameReader.Failure?
+        var index = 0
+        let step = Int(mode / 3) + 1
+        while index < rest.count, failure == nil {
+            let end = min(index + step, rest.count)
+            do throws(APIFrameReader.Failure) {
+                frames += try pieces.read(rest[index..<end])
+            } catch {
+                failure = error
+            }
+            index = end
+        }
+        switch wholeResult {
+        case .success(let all):
+            require(failure == nil && frames == all, "split reading differs from whole reading")
+            require(whole.pending <= rest.count, "kept more than arrived")
+            for frame in all {
+                if case .message(_, let payload) = frame {
+                    require(payload.count <= APIFrameReader.maxPayload, "payload over the bound")
+                }
+            }
+        case .failure(let error):
+            require(failure == error, "split reading fails differently: \(String(describing: failure)) vs \(error)")
+        }
+    case 1:
+        var responder = NoiseHandshake(role: .responder, psk: [UInt8](repeating: 0x5A, count: 32),
+                                       prologue: Array("NoiseAPIInit\0\0".utf8), ephemeral: [UInt8](repeating: 7, count: 32))
+        if (try? responder.readMessage(rest)) != nil {
+            // Forging the first message needs the key: a fuzzer that finds one has found a bug.
+            require(false, "a message not made with the key authenticated")
+        }
+    default:
+        let psk = [UInt8](repeating: 0x33, count: 32)
+        var initiator = NoiseHandshake(role: .initiator, psk: psk, prologue: [], ephemeral: [UInt8](repeating: 1, count: 32))
+        var responder = NoiseHandshake(role: .responder, psk: psk, prologue: [], ephemeral: [UInt8](repeating: 2, count: 32))
+        guard let first = try? initiator.writeMessage(), (try? responder.readMessage(first)) != nil,
+              let second = try? responder.writeMessage(), (try? initiator.readMessage(second)) != nil,
+              var send = initiator.transport?.send, var receive = responder.transport?.receive else {
+            require(false, "the handshake with the right key failed")
+            return 0
+        }
+        let genuine = send.seal(Array(rest.prefix(8)))
+        if rest != genuine {
+            require(receive.open(rest) == nil, "a forged transport message opened")
+            require(receive.counter == 0, "a failed open moved the counter")
+        }
+        require(receive.open(genuine) == Array(rest.prefix(8)), "the genuine message did not open after forgeries")
+    }
+    return 0
+}
+
+@_cdecl("FuzzESPHomeAPI_main")
+public func fuzzESPHomeAPIMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> Int32 {
+    runFuzzer(argc, argv, { data, size in fuzzESPHomeAPI(data, size) })
+}
