@@ -30,7 +30,7 @@ swift build --package-path Fuzz -c release --scratch-path "$scratch" \
 # The Swift runtime's backtracer would hang on libFuzzer's deadly-signal path; libFuzzer prints the stack itself.
 export SWIFT_BACKTRACE=enable=no
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
-seconds="${FUZZ_SECONDS:-$([ "$mode" = fuzz ] && echo 300 || echo 10)}"
+seconds="${FUZZ_SECONDS:-$([ "$mode" = fuzz ] && echo 300 || echo 6)}"
 failed=()
 
 for t in "${targets[@]}"; do
