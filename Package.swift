@@ -51,7 +51,7 @@ let package = Package(
         ]),
         // HTTP/1.1 server over libmicrohttpd on a host's poll loop: complete requests to a handler, answers now or
         // later from any thread, Server-Sent Event streams with a bounded queue.
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Codecs"]),
         // sd_notify, watchdog, journald-aware logging.
         .target(name: "Systemd", dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")]),
         // Broadcast decoders (BTHome, Xiaomi MiBeacon, pvvx/atc, Govee, RuuviTag, iBeacon, Eddystone): bytes in,

@@ -1,3 +1,4 @@
+import Codecs
 /// A name and a value: a request's header (name in lowercase) or query item, a response's header.
 public struct HTTPField: Sendable, Equatable {
     public var name: String
@@ -71,7 +72,7 @@ public struct HTTPResponse: Sendable {
 
     /// `{"error":"message"}`, the page's shape for every refusal.
     public static func error(_ status: Int, _ message: String) -> HTTPResponse {
-        json("{\"error\":\"\(jsonEscaped(message))\"}", status: status)
+        json(JSONValue.object([("error", .string(message))]).serialized, status: status)
     }
 }
 
@@ -106,25 +107,6 @@ public enum HTTPServerError: Error, Equatable, Sendable {
     /// libmicrohttpd refused to start (out of memory or descriptors).
     case cannotStart(String)
     case alreadyStarted
-}
-
-func jsonEscaped(_ text: String) -> String {
-    var out = ""
-    out.reserveCapacity(text.utf8.count)
-    for scalar in text.unicodeScalars {
-        switch scalar {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\r": out += "\\r"
-        case "\t": out += "\\t"
-        case _ where scalar.value < 0x20:
-            let hex = String(scalar.value, radix: 16)
-            out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-        default: out.unicodeScalars.append(scalar)
-        }
-    }
-    return out
 }
 
 /// Percent-decoding of what libmicrohttpd hands over undecoded (the shim keeps the escapes).
