@@ -81,12 +81,14 @@ public final class HTTPStream: Sendable {
     var exchange: Exchange? { state.withLock { $0.exchange } }
 
     /// Queues `bytes` for the client; false if the stream is closed, or was just closed because the client fell
-    /// `streamQueue` bytes behind.
+    /// `streamQueue` bytes behind. A client that has taken everything is never behind, so one event larger than the
+    /// bound (a large bridge's whole state) still goes out: a stream holds at most the bound or one event.
     @discardableResult
     public func send(_ bytes: some Collection<UInt8>) -> Bool {
         let next = state.withLock { state -> SendOutcome in
             guard !state.closed else { return .refused }
-            guard state.queue.count - state.head + bytes.count <= limit else {
+            let pending = state.queue.count - state.head
+            guard pending == 0 || pending + bytes.count <= limit else {
                 state.closed = true
                 state.overflowed = true
                 state.queue = []

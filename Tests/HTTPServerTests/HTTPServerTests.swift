@@ -197,6 +197,23 @@ private final class InertHost: HTTPLoopHost, @unchecked Sendable {
         #expect(eventually { HTTPServer.liveRequests == 0 })
     }
 
+    /// The bound is on how far a client is behind, not on an event's size: a state larger than the queue reaches a
+    /// client that reads.
+    @Test func anEventLargerThanTheQueueReachesAReadingClient() throws {
+        let big = String(repeating: "z", count: 3 * HTTPServerLimits().streamQueue)
+        try withServer({ _, responder in
+            let stream = responder.stream()
+            onAnotherThread { stream.send(event: "state", data: big) }
+        }) { server throws in
+            let client = try TestClient(port: server.port)
+            try client.send("GET /api/events HTTP/1.1\r\nHost: h\r\n\r\n")
+            // Counted, not matched: the chunked body's boundaries fall inside the event.
+            let text = try client.read { $0.utf8.count(where: { $0 == UInt8(ascii: "z") }) >= big.utf8.count }
+            #expect(text.contains("event: state\ndata: zzz"))
+        }
+        #expect(eventually { HTTPServer.liveRequests == 0 })
+    }
+
     @Test func aClientThatGoesAwayIsNoticed() throws {
         let closed = Shared(false)
         try withServer({ _, responder in

@@ -87,6 +87,18 @@ final class TestClient {
         return String(decoding: received, as: UTF8.self)
     }
 
+    /// Reads until `enough` holds for what arrived (a body in chunks whose boundaries fall anywhere).
+    func read(timeout: Duration = .seconds(10), until enough: (String) -> Bool) throws -> String {
+        let deadline = ContinuousClock.now + timeout
+        var received: [UInt8] = []
+        while !enough(String(decoding: received, as: UTF8.self)) {
+            guard try readSome(into: &received, until: deadline) else {
+                throw TestFailure("closed before enough arrived: \(received.count) bytes")
+            }
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+
     /// Whether the server closed the connection (reads and drops what is left), by `timeout`.
     func closedByServer(timeout: Duration = .seconds(10)) -> Bool {
         let deadline = ContinuousClock.now + timeout
