@@ -28,8 +28,10 @@ enum WebStateView {
             bridge = .object(members)
         }
         let listed = listedByName(inputs.listing)
-        let fallback = DeviceListing.json(inputs.state, fleet: nil, fallbackAdapter: "")
-        let fallbackByName = listedByName(fallback)
+        // Made only when a device is missing from the published listing (before the first, or just added).
+        let missing = inputs.state.devices.contains { listed[$0.config.name] == nil }
+        let fallbackByName = missing
+            ? listedByName(DeviceListing.json(inputs.state, fleet: nil, fallbackAdapter: "")) : [:]
         let devices: [JSONValue] = inputs.state.devices.map { device in
             let name = device.config.name
             guard case .object(var members)? = listed[name] ?? fallbackByName[name] else { return .null }
