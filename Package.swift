@@ -51,7 +51,10 @@ let package = Package(
         ]),
         // HTTP/1.1 server over libmicrohttpd on a host's poll loop: complete requests to a handler, answers now or
         // later from any thread, Server-Sent Event streams with a bounded queue.
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Codecs"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Codecs", "LoopHosting"]),
+        // The poll loop a server runs on (the D-Bus loop in the daemon, a thread of its own in tests), shared by the
+        // web page's server and the ESPHome API's.
+        .target(name: "LoopHosting"),
         // sd_notify, watchdog, journald-aware logging.
         .target(name: "Systemd", dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")]),
         // Broadcast decoders (BTHome, Xiaomi MiBeacon, pvvx/atc, Govee, RuuviTag, iBeacon, Eddystone): bytes in,
@@ -60,6 +63,9 @@ let package = Package(
         // ESPHome's native API as a Home Assistant Bluetooth proxy speaks it: the Noise handshake and transport,
         // frames and messages. Bytes in, bytes out; no I/O.
         .target(name: "ESPHomeAPI", dependencies: ["CCrypto"]),
+        // The ESPHome API's TCP server: listening socket and client connections on a `LoopHost`, each connection's
+        // bytes through `ESPHomeAPI`, bounded queues both ways.
+        .target(name: "ESPHomeServer", dependencies: ["ESPHomeAPI", "LoopHosting"]),
         // The bridge, one target per layer of Sources/Bridge (docs/dev/ARCHITECTURE.md#layers), lowest first: the
         // compiler refuses a use up or across the layers. Cross-target names are `package`, not `public`.
         bridgeLayer("Model", "BridgeModel", ["Adverts", "BlueZ", "Bluetooth", "Codecs", "Config", "MQTT"]),
@@ -88,7 +94,8 @@ let package = Package(
             "BridgeAdverts", "BlueZ", "Bluetooth", "Codecs", "Config", "Durations", "MQTT", log,
         ]),
         bridgeLayer("Web", "BridgeWeb", [
-            "BridgeModel", "BridgeFeatureHost", "BridgeFeatures", "Codecs", "Config", "HTTPServer", "MQTT", log,
+            "BridgeModel", "BridgeFeatureHost", "BridgeFeatures", "Codecs", "Config", "HTTPServer", "LoopHosting", "MQTT",
+            log,
         ]),
         // Not "BridgeCore": that is the type the folder is named after.
         bridgeLayer("Core", "BridgeCoreLayer", [
@@ -100,7 +107,7 @@ let package = Package(
         .target(name: "Bridge", dependencies: [
             "BridgeModel", "BridgeTools", "BridgeFeatureHost", "BridgePairing", "BridgeFleet", "BridgeHomeAssistant",
             "BridgeAdverts", "BridgeFeatures", "BridgeWeb", "BridgeCoreLayer",
-            "BlueZ", "Config", "DBus", "HTTPServer", "MQTT", "Systemd", log,
+            "BlueZ", "Config", "DBus", "HTTPServer", "LoopHosting", "MQTT", "Systemd", log,
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
         ], path: "Sources/Bridge/Services"),
@@ -118,9 +125,10 @@ let package = Package(
         .testTarget(name: "CodecsTests", dependencies: ["Codecs"]),
         .testTarget(name: "ConfigTests", dependencies: ["Config", "CMosquitto"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "DBus"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "DBus"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "LoopHosting", "DBus"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
         .testTarget(name: "ESPHomeAPITests", dependencies: ["ESPHomeAPI"]),
+        .testTarget(name: "ESPHomeServerTests", dependencies: ["ESPHomeServer", "ESPHomeAPI", "LoopHosting"]),
         .testTarget(name: "AdvertsTests", dependencies: ["Adverts", "Bluetooth", "Codecs"]),
         .testTarget(name: "BridgeTests", dependencies: [
             "Adverts", "Bridge", "BridgeModel", "BridgeChannels", "BridgeSession", "BridgeAdapters", "BridgeTools",

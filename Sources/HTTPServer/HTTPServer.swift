@@ -1,8 +1,9 @@
 import CMicroHTTPD
 import Glibc
+import LoopHosting
 import Synchronization
 
-/// The web page's HTTP server: one libmicrohttpd daemon with no thread of its own, served by an `HTTPLoopHost`
+/// The web page's HTTP server: one libmicrohttpd daemon with no thread of its own, served by an `LoopHost`
 /// (in the daemon, the D-Bus loop). One `poll` descriptor (libmicrohttpd's epoll set: the listening socket and every
 /// connection) and libmicrohttpd's timeout as the deadline, so that with no client there is no wake-up at all; a turn
 /// is one `MHD_run`, which reads and writes what is ready without waiting and calls the handler for each complete
@@ -16,7 +17,7 @@ public final class HTTPServer: @unchecked Sendable {
     public let listen: String
     public let limits: HTTPServerLimits
     let handler: any HTTPHandler
-    let host: any HTTPLoopHost
+    let host: any LoopHost
 
     private let started = Atomic<Bool>(false)
     private let boundPort = Atomic<UInt16>(0)
@@ -45,7 +46,7 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// `listen`: see `ListenAddress` ("127.0.0.1:8780", "[::]:8780", "localhost:8780", …).
     public init(listen: String, limits: HTTPServerLimits = HTTPServerLimits(), handler: any HTTPHandler,
-                host: any HTTPLoopHost) {
+                host: any LoopHost) {
         self.listen = listen
         self.limits = limits
         self.handler = handler
@@ -63,11 +64,14 @@ public final class HTTPServer: @unchecked Sendable {
         guard let address = ListenAddress(listen) else { throw .badListenAddress(listen) }
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { throw .alreadyStarted }
         let socket: (fd: Int32, port: UInt16)
-        do {
+        do throws(ListenAddress.Failure) {
             socket = try address.listen(backlog: Int32(limits.connections), text: listen)
         } catch {
             started.store(false, ordering: .releasing)
-            throw error
+            switch error {
+            case .addressInUse(let text): throw .addressInUse(text)
+            case .cannotListen(let text, let code): throw .cannotListen(text, errno: code)
+            }
         }
         let flags = gb_mhd_flags_base | gb_mhd_flag_error_log | (address.isIPv6 ? gb_mhd_flag_ipv6 : 0)
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -125,13 +129,13 @@ public final class HTTPServer: @unchecked Sendable {
 
     // MARK: The host's turn
 
-    private func interest() -> HTTPPollInterest {
-        guard let daemon else { return HTTPPollInterest(fd: -1, events: 0, deadline: 0) }  // stopped: end the source
-        if resumed { return HTTPPollInterest(fd: _epollFD, events: Int16(POLLIN), deadline: 0) }
+    private func interest() -> LoopInterest {
+        guard let daemon else { return LoopInterest(fd: -1, events: 0, deadline: 0) }  // stopped: end the source
+        if resumed { return LoopInterest(fd: _epollFD, events: Int16(POLLIN), deadline: 0) }
         var milliseconds: UInt64 = 0
         let deadline = MHD_get_timeout(daemon, &milliseconds) == .YES
             ? monotonicNanoseconds() + Int64(min(milliseconds, 86_400_000)) * 1_000_000 : .max
-        return HTTPPollInterest(fd: _epollFD, events: Int16(POLLIN), deadline: deadline)
+        return LoopInterest(fd: _epollFD, events: Int16(POLLIN), deadline: deadline)
     }
 
     private func serve() -> Bool {

@@ -3,12 +3,13 @@ import Glibc
 import Synchronization
 import Testing
 @testable import HTTPServer
+import LoopHosting
 
-/// The D-Bus event loop as the server's host, as the daemon wires it (Sources/Bridge/Services/EventLoopHTTPHost.swift).
-private struct LoopHost: HTTPLoopHost {
+/// The D-Bus event loop as the server's host, as the daemon wires it (Sources/Bridge/Services/EventLoopHost.swift).
+private struct EventLoopTestHost: LoopHost {
     let loop: EventLoop
 
-    func attach(interest: @escaping @Sendable () -> HTTPPollInterest, serve: @escaping @Sendable (Int16) -> Bool) {
+    func attach(interest: @escaping @Sendable () -> LoopInterest, serve: @escaping @Sendable (Int16) -> Bool) {
         loop.addSource(interest: {
             let wanted = interest()
             return PollInterest(fd: wanted.fd, events: wanted.events, deadline: wanted.deadline)
@@ -21,9 +22,9 @@ private struct LoopHost: HTTPLoopHost {
 }
 
 /// A host that is never polled: the test itself plays its thread, to read the server's interest.
-private final class InertHost: HTTPLoopHost, @unchecked Sendable {
-    var interest: (@Sendable () -> HTTPPollInterest)?
-    func attach(interest: @escaping @Sendable () -> HTTPPollInterest, serve: @escaping @Sendable (Int16) -> Bool) {
+private final class InertHost: LoopHost, @unchecked Sendable {
+    var interest: (@Sendable () -> LoopInterest)?
+    func attach(interest: @escaping @Sendable () -> LoopInterest, serve: @escaping @Sendable (Int16) -> Bool) {
         self.interest = interest
     }
     func execute(_ work: @escaping @Sendable () -> Void) { work() }
@@ -338,7 +339,7 @@ private final class InertHost: HTTPLoopHost, @unchecked Sendable {
         }
         try #require(bound)
         let port = UInt16(bigEndian: address.sin_port)
-        let host = HTTPThreadHost()
+        let host = ThreadLoopHost()
         defer { host.shutdown() }
         let server = HTTPServer(listen: "127.0.0.1:\(port)", handler: HTTPHandlerFunction { _, _ in }, host: host)
         #expect(throws: HTTPServerError.addressInUse("127.0.0.1:\(port)")) { try server.start() }
@@ -348,7 +349,7 @@ private final class InertHost: HTTPLoopHost, @unchecked Sendable {
     @Test(arguments: ["nonsense", "8780", "1.2.3:80", "[::1]8780", "::1:8780", "127.0.0.1:", "127.0.0.1:65536",
                       "127.0.0.1:-1", "example.org:80", "[zz]:80"])
     func aBadListenAddressIsItsOwnError(_ listen: String) throws {
-        let host = HTTPThreadHost()
+        let host = ThreadLoopHost()
         defer { host.shutdown() }
         let server = HTTPServer(listen: listen, handler: HTTPHandlerFunction { _, _ in }, host: host)
         #expect(throws: HTTPServerError.badListenAddress(listen)) { try server.start() }
@@ -356,7 +357,7 @@ private final class InertHost: HTTPLoopHost, @unchecked Sendable {
 
     @Test func theListenAddressesThePageOffers() throws {
         for listen in ["127.0.0.1:0", "localhost:0", "[::1]:0", "[::]:0", "0.0.0.0:0"] {
-            let host = HTTPThreadHost()
+            let host = ThreadLoopHost()
             defer { host.shutdown() }
             let server = HTTPServer(listen: listen, handler: HTTPHandlerFunction { request, responder in
                 responder.respond(.text(request.peer))
@@ -371,7 +372,7 @@ private final class InertHost: HTTPLoopHost, @unchecked Sendable {
     }
 
     @Test func stopWithConnectionsOpenEndsThemAll() throws {
-        let host = HTTPThreadHost()
+        let host = ThreadLoopHost()
         defer { host.shutdown() }
         let waiting = Shared<HTTPResponder?>(nil)
         let closed = Shared(false)
@@ -425,7 +426,7 @@ private final class InertHost: HTTPLoopHost, @unchecked Sendable {
         let server = HTTPServer(listen: "127.0.0.1:0", handler: HTTPHandlerFunction { request, responder in
             #expect(loop.isLoopThread)
             responder.respond(.text(request.path))
-        }, host: LoopHost(loop: loop))
+        }, host: EventLoopTestHost(loop: loop))
         try server.start()
         defer { server.stop() }
         #expect(try get(server.port, "/on/the/loop").body == "/on/the/loop")
@@ -437,7 +438,7 @@ private final class InertHost: HTTPLoopHost, @unchecked Sendable {
         let streams = Shared<[HTTPStream]>([])
         let server = HTTPServer(listen: "127.0.0.1:0", handler: HTTPHandlerFunction { request, responder in
             if request.path == "/events" { streams.update { $0.append(responder.stream()) } } else { waiting.set(responder) }
-        }, host: LoopHost(loop: loop))
+        }, host: EventLoopTestHost(loop: loop))
         try server.start()
         defer { server.stop() }
         let slow = try TestClient(port: server.port)

@@ -1,5 +1,6 @@
 import Glibc
 import HTTPServer
+import LoopHosting
 import Synchronization
 import Testing
 
@@ -159,11 +160,11 @@ func get(_ port: UInt16, _ target: String) throws -> ParsedResponse {
     try fetch(port, "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
 }
 
-/// A server on an `HTTPThreadHost`, on 127.0.0.1 and a free port, for the length of `body`.
+/// A server on an `ThreadLoopHost`, on 127.0.0.1 and a free port, for the length of `body`.
 func withServer(limits: HTTPServerLimits = HTTPServerLimits(),
                 _ handle: @escaping @Sendable (HTTPRequest, HTTPResponder) -> Void,
                 _ body: (HTTPServer) throws -> Void) throws {
-    let host = HTTPThreadHost()
+    let host = ThreadLoopHost()
     defer { host.shutdown() }
     let server = HTTPServer(listen: "127.0.0.1:0", limits: limits, handler: HTTPHandlerFunction(handle), host: host)
     try server.start()

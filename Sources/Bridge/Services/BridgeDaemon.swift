@@ -85,7 +85,7 @@ public struct BridgeDaemon: Sendable {
             AdvertFeature(version: version, logger: logger, counts: advertCounts),
             BridgeDeviceFeature(version: version, broker: link, hostname: Hostname.current),
             WebFeature(version: version, started: started, broker: link, adverts: advertCounts,
-                       host: EventLoopHTTPHost(loop: bus.loop), machineNames: [Hostname.current], logger: logger),
+                       host: EventLoopHost(loop: bus.loop), machineNames: [Hostname.current], logger: logger),
         ]
         let core = BridgeCore(config: config, bluez: bluez, link: link, discovery: discovery, features: features,
                               logger: logger, agentReadiness: agentReadiness, statusChanged: statusChanged)

@@ -5,6 +5,7 @@ import BridgeModel
 import Codecs
 import Config
 import HTTPServer
+import LoopHosting
 import Logging
 import MQTT
 import Synchronization
@@ -24,12 +25,12 @@ package struct WebFeature: BridgeFeature {
     let started: ContinuousClock.Instant
     let broker: any BrokerStatus
     let adverts: AdvertCounts
-    let host: any HTTPLoopHost
+    let host: any LoopHost
     let machineNames: [String]
     let logger: Logger
 
     package init(version: String, started: ContinuousClock.Instant, broker: any BrokerStatus, adverts: AdvertCounts,
-                 host: any HTTPLoopHost, machineNames: [String], logger: Logger) {
+                 host: any LoopHost, machineNames: [String], logger: Logger) {
         self.version = version
         self.started = started
         self.broker = broker

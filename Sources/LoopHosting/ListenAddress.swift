@@ -2,17 +2,22 @@ import Glibc
 
 /// Where the server listens: "127.0.0.1:8780", "0.0.0.0:8780", "[::]:8780" (both IPv6 and IPv4), "[::1]:8780",
 /// "localhost:8780" (127.0.0.1: one address, so that the page is not reachable by surprise on another). Port 0 takes
-/// any free port (tests).
-struct ListenAddress {
-    enum Host {
+/// any free port (tests). Shared by the bridge's servers (the web page's, the ESPHome API's).
+public struct ListenAddress: Sendable {
+    public enum Failure: Error, Equatable {
+        case addressInUse(String)
+        case cannotListen(String, errno: Int32)
+    }
+
+    enum Host: Sendable {
         case v4(in_addr)
         case v6(in6_addr)
     }
 
     let host: Host
-    let port: UInt16
+    public let port: UInt16
 
-    init?(_ text: String) {
+    public init?(_ text: String) {
         let hostText: Substring
         let portText: Substring
         if text.hasPrefix("[") {
@@ -37,13 +42,13 @@ struct ListenAddress {
         self.port = port
     }
 
-    var isIPv6: Bool {
+    public var isIPv6: Bool {
         if case .v6 = host { return true }
         return false
     }
 
     /// A non-blocking listening socket bound to the address, and the port it got.
-    func listen(backlog: Int32, text: String) throws(HTTPServerError) -> (fd: Int32, port: UInt16) {
+    public func listen(backlog: Int32, text: String) throws(Failure) -> (fd: Int32, port: UInt16) {
         let family = isIPv6 ? AF_INET6 : AF_INET
         let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
                         | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -96,7 +101,7 @@ struct ListenAddress {
 }
 
 /// The peer's address as text, without the port; an IPv4-mapped IPv6 address as the IPv4 one.
-func peerText(_ storage: inout sockaddr_storage) -> String {
+public func peerText(_ storage: inout sockaddr_storage) -> String {
     var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
     switch Int32(storage.ss_family) {
     case AF_INET:

@@ -1,27 +1,28 @@
-import CMicroHTTPD
 import Glibc
 import Synchronization
 
-/// The thread whose `poll` loop drives the server: in the daemon the D-Bus event loop (Bridge's
-/// `EventLoopHTTPHost`), so the page's requests are answered where the bridge's state is written, with no thread of
-/// the server's own; in tests and tools an `HTTPThreadHost`. Every libmicrohttpd call is made on this thread.
-public protocol HTTPLoopHost: Sendable {
+/// The thread whose `poll` loop drives a server (the web page's, the ESPHome API's): in the daemon the D-Bus event
+/// loop (Bridge's `EventLoopHost`), so requests are answered where the bridge's state is written, with no thread of
+/// the server's own; in tests and tools a `ThreadLoopHost`. Every call into the server's C library or sockets is
+/// made on this thread.
+public protocol LoopHost: Sendable {
     /// On the host's thread, from now on: `interest` before every `poll`, `serve` after it with the descriptor's
     /// `revents` (0 when only the deadline passed), until `serve` returns false. Neither blocks.
-    func attach(interest: @escaping @Sendable () -> HTTPPollInterest, serve: @escaping @Sendable (Int16) -> Bool)
+    func attach(interest: @escaping @Sendable () -> LoopInterest, serve: @escaping @Sendable (Int16) -> Bool)
     /// From any thread: runs `work` on the host's thread soon, in FIFO order with other such work, and makes the
     /// host ask `interest` again before it next sleeps. From the host's thread too (then on a later turn).
     func execute(_ work: @escaping @Sendable () -> Void)
     var isHostThread: Bool { get }
 }
 
-/// What the server waits for in the host's next `poll`.
-public struct HTTPPollInterest: Sendable, Equatable {
-    /// libmicrohttpd's epoll descriptor (every connection and the listening socket are in its set), −1 for none.
+/// What a server waits for in the host's next `poll`.
+public struct LoopInterest: Sendable, Equatable {
+    /// The server's one descriptor, typically an epoll set holding its listening socket and every connection; −1
+    /// for none.
     public var fd: Int32
     public var events: Int16
     /// CLOCK_MONOTONIC nanoseconds from which `serve` runs even if the descriptor is not ready; `.max` for never:
-    /// with no client connected libmicrohttpd has no timeout, and the server costs no wake-up.
+    /// a server with no client connected has no timeout, and costs no wake-up.
     public var deadline: Int64
 
     public init(fd: Int32, events: Int16, deadline: Int64) {
@@ -32,13 +33,15 @@ public struct HTTPPollInterest: Sendable, Equatable {
 }
 
 /// A thread with a `poll` loop of its own, for tests and tools that have no D-Bus loop. Runs until `shutdown()`.
-public final class HTTPThreadHost: HTTPLoopHost, @unchecked Sendable {
+public final class ThreadLoopHost: LoopHost, @unchecked Sendable {
     private struct Source {
-        var interest: @Sendable () -> HTTPPollInterest
+        var interest: @Sendable () -> LoopInterest
         var serve: @Sendable (Int16) -> Bool
     }
 
+    /// A pipe's read and write ends: a byte written wakes the `poll` (Glibc's module has no `eventfd`).
     private let wakeFD: Int32
+    private let wakeWriteFD: Int32
     private let work = Mutex<[@Sendable () -> Void]>([])
     private let stopRequested = Atomic<Bool>(false)
     private let threadID = Atomic<UInt>(0)
@@ -48,17 +51,23 @@ public final class HTTPThreadHost: HTTPLoopHost, @unchecked Sendable {
     @exclusivity(unchecked) private var _sources: [Source] = []
 
     private var sources: [Source] {
-        _read { precondition(isHostThread, "HTTPThreadHost.sources off its thread"); yield _sources }
-        _modify { precondition(isHostThread, "HTTPThreadHost.sources off its thread"); yield &_sources }
+        _read { precondition(isHostThread, "ThreadLoopHost.sources off its thread"); yield _sources }
+        _modify { precondition(isHostThread, "ThreadLoopHost.sources off its thread"); yield &_sources }
     }
 
     public init() {
-        wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
-        precondition(wakeFD >= 0, "eventfd failed: errno \(errno)")
+        var ends: [Int32] = [-1, -1]
+        precondition(pipe(&ends) == 0, "pipe failed: errno \(errno)")
+        for fd in ends {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+        wakeFD = ends[0]
+        wakeWriteFD = ends[1]
         var tid = pthread_t()
         let context = Unmanaged.passRetained(self).toOpaque()
         let rc = pthread_create(&tid, nil, { context in
-            let host = Unmanaged<HTTPThreadHost>.fromOpaque(context!).takeRetainedValue()
+            let host = Unmanaged<ThreadLoopHost>.fromOpaque(context!).takeRetainedValue()
             host.threadID.store(UInt(pthread_self()), ordering: .releasing)
             host.run()
             return nil
@@ -69,9 +78,10 @@ public final class HTTPThreadHost: HTTPLoopHost, @unchecked Sendable {
 
     deinit {
         close(wakeFD)
+        close(wakeWriteFD)
     }
 
-    public func attach(interest: @escaping @Sendable () -> HTTPPollInterest, serve: @escaping @Sendable (Int16) -> Bool) {
+    public func attach(interest: @escaping @Sendable () -> LoopInterest, serve: @escaping @Sendable (Int16) -> Bool) {
         let source = Source(interest: interest, serve: serve)
         execute { self.sources.append(source) }
     }
@@ -88,7 +98,7 @@ public final class HTTPThreadHost: HTTPLoopHost, @unchecked Sendable {
     /// Ends the thread (after the work queued before) and waits for it; the sources are dropped without a last
     /// `serve`, so stop the servers first. Not from the host's own thread.
     public func shutdown() {
-        precondition(!isHostThread, "HTTPThreadHost.shutdown on its own thread")
+        precondition(!isHostThread, "ThreadLoopHost.shutdown on its own thread")
         let first = joined.withLock { done in
             defer { done = true }
             return !done
@@ -101,7 +111,7 @@ public final class HTTPThreadHost: HTTPLoopHost, @unchecked Sendable {
 
     private func wake() {
         var one: UInt64 = 1
-        _ = write(wakeFD, &one, 8)
+        _ = write(wakeWriteFD, &one, 1)
     }
 
     private func run() {
@@ -128,8 +138,8 @@ public final class HTTPThreadHost: HTTPLoopHost, @unchecked Sendable {
                 continue
             }
             if fds[0].revents != 0 {
-                var counter: UInt64 = 0
-                _ = read(wakeFD, &counter, 8)
+                var drained = [UInt8](repeating: 0, count: 64)
+                while read(wakeFD, &drained, drained.count) == drained.count {}
             }
             let now = monotonicNanoseconds()
             var ended: [Int] = []
@@ -143,7 +153,7 @@ public final class HTTPThreadHost: HTTPLoopHost, @unchecked Sendable {
     }
 }
 
-func monotonicNanoseconds() -> Int64 {
+public func monotonicNanoseconds() -> Int64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
