@@ -16,6 +16,13 @@ public struct DeviceInfo: Sendable, Equatable {
     public var uuids: [BluetoothUUID]
     public var serviceData: [BluetoothUUID: [UInt8]]
     public var manufacturerData: [UInt16: [UInt8]]
+    /// The advertisement's Flags AD byte(s) (`AdvertisingFlags`, `ay`); nil when BlueZ has none (older BlueZ,
+    /// BlueZoo reports it empty).
+    public var advertisingFlags: [UInt8]?
+    /// AD type → data for the types bluetoothd does not parse itself (`AdvertisingData`, `a{yv}`); BlueZoo
+    /// declares it `a{sv}` and leaves it empty. With the parsed fields, what `AdvertisementBytes` rebuilds the
+    /// advertisement from.
+    public var advertisingData: [UInt8: [UInt8]]
     public var connected: Bool
     public var servicesResolved: Bool
     public var paired: Bool
@@ -38,6 +45,8 @@ public struct DeviceInfo: Sendable, Equatable {
         uuids = (properties["UUIDs"]?.array ?? []).compactMap { $0.string.flatMap(BluetoothUUID.init) }
         serviceData = Self.parseServiceData(properties["ServiceData"])
         manufacturerData = Self.parseManufacturerData(properties["ManufacturerData"])
+        advertisingFlags = properties["AdvertisingFlags"]?.bytes.flatMap { $0.isEmpty ? nil : $0 }
+        advertisingData = Self.parseAdvertisingData(properties["AdvertisingData"])
         connected = properties["Connected"]?.bool ?? false
         servicesResolved = properties["ServicesResolved"]?.bool ?? false
         paired = properties["Paired"]?.bool ?? false
@@ -51,6 +60,18 @@ public struct DeviceInfo: Sendable, Equatable {
         for (key, data) in value?.stringDict ?? [:] {
             guard let uuid = BluetoothUUID(key), let bytes = data.bytes else { continue }
             result[uuid] = bytes
+        }
+        return result
+    }
+
+    /// `a{yv}` of AD type → variant(ay); string keys holding a number are accepted as for manufacturer data.
+    static func parseAdvertisingData(_ value: DBusValue?) -> [UInt8: [UInt8]] {
+        guard case .dictionary(_, _, let entries)? = value?.unwrapped, !entries.isEmpty else { return [:] }
+        var result: [UInt8: [UInt8]] = [:]
+        for entry in entries {
+            let key = entry.key.int ?? entry.key.string.flatMap { UInt8($0) }.map(Int.init)
+            guard let key, let type = UInt8(exactly: key), let bytes = entry.value.bytes else { continue }
+            result[type] = bytes
         }
         return result
     }

@@ -16,8 +16,9 @@ struct ObjectMirror: Sendable {
     /// routed to subscriptions instead.
     static let storedProperties: [String: Set<String>] = [
         BlueZNames.adapter: ["Address", "Alias", "Discovering", "Powered"],
-        BlueZNames.device: ["Adapter", "Address", "AddressType", "Alias", "Bonded", "Connected", "ManufacturerData",
-                            "Name", "Paired", "RSSI", "ServiceData", "ServicesResolved", "Trusted", "TxPower", "UUIDs"],
+        BlueZNames.device: ["Adapter", "Address", "AddressType", "AdvertisingData", "AdvertisingFlags", "Alias", "Bonded",
+                            "Connected", "ManufacturerData", "Name", "Paired", "RSSI", "ServiceData", "ServicesResolved",
+                            "Trusted", "TxPower", "UUIDs"],
         BlueZNames.gattService: ["Device", "Primary", "UUID"],
         BlueZNames.gattCharacteristic: ["Flags", "MTU", "NotifyAcquired", "Notifying", "Service", "UUID",
                                         "WriteAcquired"],

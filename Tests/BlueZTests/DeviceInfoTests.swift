@@ -73,6 +73,26 @@ struct DeviceInfoTests {
         #expect(DeviceInfo.parseManufacturerData(value) == [89: [9]])
     }
 
+    /// BlueZ's `AdvertisingFlags` (`ay`) and `AdvertisingData` (`a{yv}`); BlueZoo's empty `ay` and string-keyed,
+    /// empty `a{sv}` are no flags and no data; a key that is no byte is skipped.
+    @Test func advertisingFlagsAndData() throws {
+        var properties = Self.properties()
+        properties["AdvertisingFlags"] = .variant(.bytes([0x06]))
+        properties["AdvertisingData"] = .dictionary(key: "y", value: "v", [
+            DBusDictEntry(key: .byte(0x26), value: .variant(.bytes([0x01, 0x01]))),
+            DBusDictEntry(key: .byte(0x2A), value: .variant(.string("no bytes"))),
+        ])
+        let device = try #require(DeviceInfo(path: Self.path, properties: properties))
+        #expect(device.advertisingFlags == [0x06])
+        #expect(device.advertisingData == [0x26: [0x01, 0x01]])
+        properties["AdvertisingFlags"] = .bytes([])
+        properties["AdvertisingData"] = .stringDict([:])
+        let bluezoo = try #require(DeviceInfo(path: Self.path, properties: properties))
+        #expect(bluezoo.advertisingFlags == nil && bluezoo.advertisingData.isEmpty)
+        #expect(DeviceInfo.parseAdvertisingData(.stringDict(["38": .bytes([1]), "300": .bytes([2])])) == [38: [1]])
+        #expect(try #require(DeviceInfo(path: Self.path, properties: Self.properties())).advertisingFlags == nil)
+    }
+
     @Test func adapterInfo() {
         let adapter = AdapterInfo(path: "/org/bluez/hci1", properties: [
             "Address": .string("00:00:00:00:00:02"), "Powered": .bool(true), "Discovering": .bool(false), "Alias": .string("bench"),

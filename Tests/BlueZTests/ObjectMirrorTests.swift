@@ -56,7 +56,7 @@ struct ObjectMirrorTests {
         #expect(mirror.device("/nope") == nil)
     }
 
-    /// Only what the typed views read is kept: a broadcaster's Modalias, Class or AdvertisingFlags would otherwise
+    /// Only what the typed views read is kept: a broadcaster's Modalias, Class or Appearance would otherwise
     /// cost memory per device and an event per change that nothing reads.
     @Test func propertiesNoViewReadsAreNotStoredOrReported() throws {
         var mirror = ObjectMirror()
@@ -71,7 +71,7 @@ struct ObjectMirrorTests {
         #expect(mirror.properties(Self.device, "org.bluez.Battery1")?.isEmpty == true)
         #expect(mirror.properties(Self.adapter, "org.freedesktop.DBus.Introspectable")?.isEmpty == true)
         #expect(mirror.propertiesChanged(path: Self.device, interface: "org.bluez.Device1",
-                                         changed: ["AdvertisingFlags": .byteArray([6]), "Modalias": .string("x")],
+                                         changed: ["Appearance": .uint16(0x0300), "Modalias": .string("x")],
                                          invalidated: ["Icon"]).isEmpty)
         let events = mirror.propertiesChanged(path: Self.device, interface: "org.bluez.Device1",
                                               changed: ["RSSI": .int16(-60), "Icon": .string("thermometer")],

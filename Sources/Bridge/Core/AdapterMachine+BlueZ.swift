@@ -28,10 +28,12 @@ extension AdapterMachine {
         case .deviceAdded(let info):
             out.append(.sessionDevice(info.address, event))
             sighted(info, world, now: now, &out)
+            advertised(info, changed: nil, world, &out)
             heard(info, changed: nil, world, now: now, &out)
         case .deviceChanged(let info, let changed):
             out.append(.sessionDevice(info.address, event))
             if changed.contains("RSSI") { sighted(info, world, now: now, &out) }
+            advertised(info, changed: changed, world, &out)
             heard(info, changed: changed, world, now: now, &out)
         case .deviceRemoved(let path, let address):
             out.append(.sessionDevice(address, event))
@@ -73,6 +75,17 @@ extension AdapterMachine {
     }
 
     static let broadcastProperties: Set<String> = ["ServiceData", "ManufacturerData", "RSSI"]
+
+    /// The Bluetooth proxy's raw advertisements: any device an adapter of the config heard with an RSSI, whatever it
+    /// carries, when a report changed its RSSI or what the advertisement is rebuilt from (`AdvertisementBytes`).
+    private func advertised(_ info: DeviceInfo, changed: Set<String>?, _ world: World, _ out: inout [Action]) {
+        guard world.rawAdvertisements, info.rssi != nil, adapterSet.uses(adapterPath: info.adapterPath) else { return }
+        if let changed, changed.isDisjoint(with: Self.advertisementProperties) { return }
+        if let advertisement = HeardAdvertisement(info) { out.append(.advertisement(advertisement)) }
+    }
+
+    static let advertisementProperties: Set<String> = ["RSSI", "ServiceData", "ManufacturerData", "AdvertisingData",
+                                                       "AdvertisingFlags", "UUIDs", "Name", "TxPower"]
 
     private static func passiveDevice(_ address: BluetoothAddress, _ world: World) -> DeviceConfig? {
         world.config.devices.first { $0.address == address && $0.isPassive }

@@ -25,6 +25,12 @@ struct AdapterMachine: Sendable {
         let fleet: FleetView
         /// The devices with a session.
         let running: Set<String>
+        /// Every device heard is told as `Action.advertisement` (the Bluetooth proxy's; `CoreMachine.rawAdvertisements`).
+        var rawAdvertisements = false
+
+        /// Discovery is kept on every powered adapter, every report asked for: one scan serves the adverts feature
+        /// and the proxy alike.
+        var scansContinuously: Bool { config.adverts.enabled || rawAdvertisements }
     }
 
     /// Adapter health and placement: what sessions report, discovery results, the machine's own timers and steps.
@@ -155,10 +161,11 @@ struct AdapterMachine: Sendable {
         scanForBroadcasts(world, &out)
     }
 
-    /// Passive broadcasts (docs/adverts.md): while `adverts.enabled`, discovery stays on every powered adapter,
-    /// reporting every advertisement; the sessions' own discovery requests come and go beside it.
+    /// Passive broadcasts (docs/adverts.md): while `adverts.enabled` or the Bluetooth proxy wants raw
+    /// advertisements, discovery stays on every powered adapter, reporting every advertisement; the sessions' own
+    /// discovery requests come and go beside it.
     mutating func scanForBroadcasts(_ world: World, _ out: inout [Action]) {
-        let enabled = world.config.adverts.enabled
+        let enabled = world.scansContinuously
         let wanted: Set<String> = enabled ? Set(adapterSet.present.values.filter(\.powered).map(\.path)) : []
         if enabled != broadcastScan.repeats {
             out.append(.discovery(.reportRepeats(enabled)))

@@ -79,6 +79,8 @@ extension BridgeCore {
             host.emit(.adapterRecovery(adapter: adapter, step: step, ok: ok))
         case .broadcast(let broadcast):
             host.emit(.broadcast(broadcast))
+        case .advertisement(let advertisement):
+            host.emit(.advertisement(advertisement))
         case .passiveHeard(let device, let rssi):
             store.update { $0.updateDevice(device) { $0.rssi = rssi ?? $0.rssi; $0.lastSeen = .now } }
         case .sighting(let device, let rssi):

@@ -55,7 +55,8 @@ public actor BridgeCore {
     public init(config: BridgeConfig, bluez: any BluetoothPort, link: any BrokerLink, discovery: any DiscoveryPort,
                 features: [any BridgeFeature], logger: Logger, agentReadiness: AgentReadiness? = nil,
                 wedgeWindow: Duration = BridgeCore.wedgeWindow(), statusChanged: @escaping @Sendable () -> Void = {}) {
-        self.machine = CoreMachine(config: config, wedgeWindow: wedgeWindow)
+        self.machine = CoreMachine(config: config, wedgeWindow: wedgeWindow,
+                                   rawAdvertisementConsumer: features.contains { $0.wantsRawAdvertisements })
         self.published = Mutex((config, 0))
         self.bluez = bluez
         self.link = link
@@ -69,7 +70,8 @@ public actor BridgeCore {
         let host = FeatureHost(link: link)
         self.host = host
         self.features = features.map { feature in
-            let (events, context) = host.attach(broadcasts: feature.wantsBroadcasts)
+            let (events, context) = host.attach(broadcasts: feature.wantsBroadcasts,
+                                                rawAdvertisements: feature.wantsRawAdvertisements)
             return (feature, events, context)
         }
         let store = StateStore(countsChanged: statusChanged)

@@ -98,6 +98,8 @@ struct CoreMachine: Sendable {
         case adapterRecovery(adapter: String, step: String, ok: Bool)
         /// What an adapter heard, for the adverts feature.
         case broadcast(HeardBroadcast)
+        /// What an adapter heard, as raw AD structures, for the Bluetooth proxy.
+        case advertisement(HeardAdvertisement)
         /// A passive device was heard (the read model's RSSI and last seen).
         case passiveHeard(device: String, rssi: Int?)
         /// Fleet: this bridge's sighting of a device (nil: unseen).
@@ -125,15 +127,27 @@ struct CoreMachine: Sendable {
     private(set) var running: Set<String> = []
     /// Placement, adapter health, broadcast discovery and BlueZ's facts.
     private(set) var adapters: AdapterMachine
+    /// A feature consumes raw advertisements (`BridgeFeature.wantsRawAdvertisements`): fixed for the core's life.
+    let rawAdvertisementConsumer: Bool
 
-    init(config: BridgeConfig, wedgeWindow: Duration = .seconds(60)) {
+    init(config: BridgeConfig, wedgeWindow: Duration = .seconds(60), rawAdvertisementConsumer: Bool = false) {
         self.config = config
+        self.rawAdvertisementConsumer = rawAdvertisementConsumer
         fleet = FleetView(fleet: config.fleet != nil)
         adapters = AdapterMachine(settings: config.bluetooth, wedgeWindow: wedgeWindow)
     }
 
     /// What the adapters' part reads of the rest (`AdapterMachine.World`).
-    var world: AdapterMachine.World { .init(config: config, fleet: fleet, running: running) }
+    var world: AdapterMachine.World {
+        .init(config: config, fleet: fleet, running: running,
+              rawAdvertisements: Self.rawAdvertisements(config, consumer: rawAdvertisementConsumer))
+    }
+
+    /// The Bluetooth proxy's switch (docs/dev/esphome-proxy.md): raw advertisements are made, and discovery kept on
+    /// for them, while a feature consumes them. The config's own switch for the proxy joins here.
+    static func rawAdvertisements(_ config: BridgeConfig, consumer: Bool) -> Bool {
+        consumer
+    }
 
     var isApplying: Bool { inFlight != nil }
 

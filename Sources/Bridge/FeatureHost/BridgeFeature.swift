@@ -9,10 +9,15 @@ public protocol BridgeFeature: Sendable {
     /// Whether `CoreEvent.broadcast` reaches this feature: broadcasts arrive about once a second per sensor, and a
     /// feature that ignores them should not wake for each.
     var wantsBroadcasts: Bool { get }
+    /// Whether `CoreEvent.advertisement` reaches this feature (the Bluetooth proxy's): every device heard, tens a
+    /// second. A feature that says so also makes the core scan and build them (`BridgeCore.init`); with none, the
+    /// core builds none.
+    var wantsRawAdvertisements: Bool { get }
 }
 
 extension BridgeFeature {
     public var wantsBroadcasts: Bool { false }
+    public var wantsRawAdvertisements: Bool { false }
 }
 
 /// What a feature may do: publish, subscribe to topics of its own (their messages arrive as `.message` events), and

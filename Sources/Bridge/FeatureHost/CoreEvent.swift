@@ -49,6 +49,9 @@ public indirect enum CoreEvent: Sendable {
     /// Passive (docs/adverts.md): an advertisement one adapter heard, when `adverts.enabled`; for any broadcaster,
     /// saved or not (the adverts feature decides what it is).
     case broadcast(HeardBroadcast)
+    /// The Bluetooth proxy (docs/dev/esphome-proxy.md): every device an adapter of the config heard with an RSSI, as
+    /// raw AD structures; only while a feature wants them (`BridgeFeature.wantsRawAdvertisements`), and only to those.
+    case advertisement(HeardAdvertisement)
     /// Passive (docs/adverts.md, "Re-arming"): the bridge API's `device/rearm`: the device's encryption counters are
     /// to be believed from their next value on.
     case rearm(DeviceConfig)

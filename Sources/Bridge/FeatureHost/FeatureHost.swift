@@ -26,6 +26,8 @@ package final class FeatureHost: Sendable {
         var outlets: [AsyncStream<FeatureDelivery>.Continuation] = []
         /// The outlets of the features that want `CoreEvent.broadcast`.
         var broadcastOutlets: [AsyncStream<FeatureDelivery>.Continuation] = []
+        /// The outlets of the features that want `CoreEvent.advertisement`.
+        var advertisementOutlets: [AsyncStream<FeatureDelivery>.Continuation] = []
         var filters: [(filter: String, feature: Int)] = []
         /// Filters whose topics carry retained state (subscribed with `retained: true`), and the last message seen on
         /// each of their topics. Two features may want the same such filter (the fleet's `B/+/owner`): the second
@@ -56,11 +58,12 @@ package final class FeatureHost: Sendable {
     }
 
     /// Registers a feature: its event stream and its context.
-    package func attach(broadcasts: Bool = false) -> (FeatureEvents, FeatureContext) {
+    package func attach(broadcasts: Bool = false, rawAdvertisements: Bool = false) -> (FeatureEvents, FeatureContext) {
         let (stream, outlet) = AsyncStream.makeStream(of: FeatureDelivery.self)
         let id = state.withLock { state in
             state.outlets.append(outlet)
             if broadcasts { state.broadcastOutlets.append(outlet) }
+            if rawAdvertisements { state.advertisementOutlets.append(outlet) }
             return state.outlets.count - 1
         }
         return (FeatureEvents(deliveries: stream, backlog: backlog), FeatureContext(id: id, host: self))
@@ -73,11 +76,14 @@ package final class FeatureHost: Sendable {
 
     package func emit(_ event: CoreEvent) {
         let delivery = FeatureDelivery(event: event, bytes: 0)
-        if case .broadcast = event {
+        switch event {
+        case .broadcast:
             for outlet in state.withLock({ $0.broadcastOutlets }) { outlet.yield(delivery) }
-            return
+        case .advertisement:
+            for outlet in state.withLock({ $0.advertisementOutlets }) { outlet.yield(delivery) }
+        default:
+            for outlet in state.withLock({ $0.outlets }) { outlet.yield(delivery) }
         }
-        for outlet in state.withLock({ $0.outlets }) { outlet.yield(delivery) }
     }
 
     /// Hands a broker message to every feature with a matching filter; false when none has one.

@@ -4,6 +4,7 @@ import Config
 import DBus
 import MQTT
 import Testing
+@testable import BridgeModel
 @testable import BridgeCoreLayer
 
 /// The real `BridgeCore` in process, on fakes of its ports (`CoreFakes.swift`): the effects of its decisions
@@ -126,6 +127,64 @@ import Testing
                 rig.probe.saw { if case .broadcast(let b) = $0 { b.address == heard.address } else { false } }
             }
             #expect(!rig.probe.saw { if case .broadcast(let b) = $0 { b.address == elsewhere.address } else { false } })
+        }
+    }
+
+    /// The Bluetooth proxy (docs/dev/esphome-proxy.md): with a feature that wants raw advertisements, discovery runs
+    /// with adverts off, and a device heard with only a name and a UUID (no data: no broadcast) is an advertisement,
+    /// its AD structures rebuilt, for every report that changes its RSSI or what it advertises, not for other changes.
+    @Test func aDeviceHeardIsARawAdvertisementWhenAFeatureWantsThem() async throws {
+        let config = Self.config([])
+        #expect(!config.adverts.enabled)
+        try await CoreRig(config, rawAdvertisements: true).run { rig in
+            try await eventually("discovery kept on for the proxy") {
+                rig.discovery.state.withLock { $0.repeats && $0.wanted[FakeGATT.adapterPath] == [AdapterMachine.broadcastScanner] }
+            }
+            rig.core.handle(.deviceAdded(Self.thermometer(rssi: -71)))
+            rig.core.handle(.deviceChanged(Self.thermometer(rssi: -72), changed: ["Connected"]))
+            rig.core.handle(.deviceChanged(Self.thermometer(rssi: -73), changed: ["RSSI"]))
+            try await eventually("the second advertisement") { Self.advertisements(rig).last?.rssi == -73 }
+            let heard = Self.advertisements(rig)
+            #expect(heard.map(\.rssi) == [-71, -73])
+            #expect(heard.allSatisfy { $0.isRandom && $0.adapter == FakeGATT.adapterPath })
+            #expect(heard.first?.address == BluetoothAddress("A4:C1:38:00:00:07"))
+            // 16-bit UUID list 0x181A, complete local name (AdvertisementBytesTests checks these bytes against
+            // Home Assistant's parser).
+            #expect(heard.first?.data == [0x03, 0x03, 0x1A, 0x18, 0x0B, 0x09] + Array("LYWSD03MMC".utf8))
+            #expect(!rig.probe.saw { if case .broadcast = $0 { true } else { false } })
+        }
+    }
+
+    /// Without a feature that wants them, nothing is made, even with adverts on (one scan for both: the same
+    /// discovery interest); a broadcast heard after the thermometer shows the events got through.
+    @Test func noRawAdvertisementsWithoutAFeatureThatWantsThem() async throws {
+        var config = Self.config([])
+        config.adverts = AdvertSettings(enabled: true, auto: [], autoLimit: 10)
+        try await CoreRig(config).run { rig in
+            try await eventually("discovery kept on for broadcasts") {
+                rig.discovery.state.withLock { $0.repeats && $0.wanted[FakeGATT.adapterPath] == [AdapterMachine.broadcastScanner] }
+            }
+            rig.core.handle(.deviceAdded(Self.thermometer(rssi: -71)))
+            let sensor = Self.broadcaster("A4:C1:38:8D:18:B2", adapter: FakeGATT.adapterPath)
+            rig.core.handle(.deviceChanged(sensor, changed: ["ServiceData"]))
+            try await eventually("the broadcast") {
+                rig.probe.saw { if case .broadcast(let b) = $0 { b.address == sensor.address } else { false } }
+            }
+            #expect(Self.advertisements(rig).isEmpty)
+        }
+    }
+
+    static func thermometer(rssi: Int16) -> DeviceInfo {
+        DeviceInfo(path: FakeGATT.adapterPath + "/dev_A4_C1_38_00_00_07", properties: [
+            "Address": .string("A4:C1:38:00:00:07"), "AddressType": .string("random"),
+            "Adapter": .objectPath(FakeGATT.adapterPath), "RSSI": .int16(rssi), "Name": .string("LYWSD03MMC"),
+            "UUIDs": .array("s", [.string(BluetoothUUID(UInt16(0x181A)).uuidString)]),
+        ])!
+    }
+
+    static func advertisements(_ rig: CoreRig) -> [HeardAdvertisement] {
+        rig.probe.events.withLock { events in
+            events.compactMap { if case .advertisement(let heard) = $0 { heard } else { nil } }
         }
     }
 

@@ -150,7 +150,14 @@ final class RecordingDiscovery: DiscoveryPort, Sendable {
 final class ProbeFeature: BridgeFeature, Sendable {
     let events = Mutex<[CoreEvent]>([])
     let context = Mutex<FeatureContext?>(nil)
+    /// As the Bluetooth proxy's feature would: the core then makes `CoreEvent.advertisement`.
+    let rawAdvertisements: Bool
     var wantsBroadcasts: Bool { true }
+    var wantsRawAdvertisements: Bool { rawAdvertisements }
+
+    init(rawAdvertisements: Bool = false) {
+        self.rawAdvertisements = rawAdvertisements
+    }
 
     func run(_ events: FeatureEvents, _ context: FeatureContext) async {
         self.context.withLock { $0 = context }
@@ -174,10 +181,12 @@ struct CoreRig {
     let bluez: FakeBlueZ
     let link = RecordingLink()
     let discovery = RecordingDiscovery()
-    let probe = ProbeFeature()
+    let probe: ProbeFeature
 
-    init(_ config: BridgeConfig, bluez: FakeBlueZ = FakeBlueZ(), wedgeWindow: Duration = .seconds(60)) {
+    init(_ config: BridgeConfig, bluez: FakeBlueZ = FakeBlueZ(), wedgeWindow: Duration = .seconds(60),
+         rawAdvertisements: Bool = false) {
         self.bluez = bluez
+        probe = ProbeFeature(rawAdvertisements: rawAdvertisements)
         core = BridgeCore(config: config, bluez: bluez, link: link, discovery: discovery, features: [probe],
                           logger: Logger(label: "test"), wedgeWindow: wedgeWindow)
     }

@@ -59,6 +59,27 @@ import Testing
         #expect(dropped.contains(.sighting(passive, nil)))
     }
 
+    /// The proxy's raw advertisements and the adverts feature share one scan: the same discovery interest, asked
+    /// once per adapter whichever wants it, with every report asked for; a device heard is an advertisement only
+    /// with a consumer.
+    @Test(arguments: [(false, true), (true, true), (true, false)])
+    func oneScanServesAdvertsAndTheProxy(_ adverts: Bool, _ consumer: Bool) {
+        var config = CoreMachineTests.config([])
+        config.adverts.enabled = adverts
+        var machine = CoreMachine(config: config, rawAdvertisementConsumer: consumer)
+        let begun = machine.handle(.began(adapters: [Self.hci0], sighted: [], bluezAvailable: true))
+        #expect(begun.count { $0 == .discovery(.want(adapterPath: Self.hci0.path)) } == 1)
+        #expect(begun.contains(.discovery(.reportRepeats(true))))
+        let info = BridgeCoreTests.thermometer(rssi: -70)
+        let heard = machine.handle(.bluez(.deviceAdded(info)))
+        #expect(heard.contains { if case .advertisement(let a) = $0 { a.rssi == -70 } else { false } } == consumer)
+        var silent = info
+        silent.rssi = nil
+        #expect(!machine.handle(.bluez(.deviceChanged(silent, changed: ["Name"]))).contains {
+            if case .advertisement = $0 { true } else { false }
+        })
+    }
+
     @Test func aFailingAdapterWithADeviceMissingIsWokenOnceThenRecovered() {
         var machine = Self.begun(CoreMachineTests.config([CoreMachineTests.device("a", 1)]))
         let now = ContinuousClock.now

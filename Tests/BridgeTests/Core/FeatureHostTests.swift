@@ -23,6 +23,24 @@ import Testing
         #expect(seenByAdverts == ["broadcast", "brokerConnected"])
     }
 
+    /// Raw advertisements (the Bluetooth proxy's, tens a second) reach only the features that want them, not even
+    /// those that want broadcasts.
+    @Test func rawAdvertisementsReachOnlyTheFeaturesThatWantThem() async {
+        let host = FeatureHost(link: RecordingLink())
+        let (plain, _) = host.attach()
+        let (adverts, _) = host.attach(broadcasts: true)
+        let (proxy, _) = host.attach(rawAdvertisements: true)
+        host.emit(.advertisement(HeardAdvertisement(address: BluetoothAddress("A4:C1:38:00:00:01")!, isRandom: false,
+                                                    adapter: "/org/bluez/hci0", rssi: -60, data: [0x02, 0x09, 0x78])))
+        host.emit(.brokerConnected)
+        host.finish()
+        var seen: [[String]] = [[], [], []]
+        for (index, events) in [plain, adverts, proxy].enumerated() {
+            for await event in events { seen[index].append(Self.name(event)) }
+        }
+        #expect(seen == [["brokerConnected"], ["brokerConnected"], ["advertisement", "brokerConnected"]])
+    }
+
     /// A flood routed to a feature that does not keep up waits for it: the pump's `belowLimit` holds until the
     /// feature has handled enough, and what it handled leaves the backlog only once handled.
     @Test func routedMessagesCountUntilTheFeatureHasHandledThem() async throws {
@@ -96,6 +114,7 @@ import Testing
     static func name(_ event: CoreEvent) -> String {
         switch event {
         case .broadcast: "broadcast"
+        case .advertisement: "advertisement"
         case .brokerConnected: "brokerConnected"
         default: "other"
         }
