@@ -60,6 +60,8 @@ let package = Package(
         // ESPHome's native API as a Home Assistant Bluetooth proxy speaks it: the Noise handshake and transport,
         // frames and messages. Bytes in, bytes out; no I/O.
         .target(name: "ESPHomeAPI", dependencies: ["CCrypto"]),
+        // mDNS announcements through avahi-daemon's D-Bus API (the ESPHome proxy's `_esphomelib._tcp`).
+        .target(name: "Avahi", dependencies: ["DBus", log]),
         // The bridge, one target per layer of Sources/Bridge (docs/dev/ARCHITECTURE.md#layers), lowest first: the
         // compiler refuses a use up or across the layers. Cross-target names are `package`, not `public`.
         bridgeLayer("Model", "BridgeModel", ["Adverts", "BlueZ", "Bluetooth", "Codecs", "Config", "MQTT"]),
@@ -121,6 +123,7 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "DBus"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
         .testTarget(name: "ESPHomeAPITests", dependencies: ["ESPHomeAPI"]),
+        .testTarget(name: "AvahiTests", dependencies: ["Avahi", "DBus"]),
         .testTarget(name: "AdvertsTests", dependencies: ["Adverts", "Bluetooth", "Codecs"]),
         .testTarget(name: "BridgeTests", dependencies: [
             "Adverts", "Bridge", "BridgeModel", "BridgeChannels", "BridgeSession", "BridgeAdapters", "BridgeTools",
