@@ -34,6 +34,8 @@ public actor AvahiAnnouncer {
     private var name: String
     private var collisions = 0
     private var warned = false
+    /// Set by `stop()`: a step that was awaiting avahi when it came must not announce anything after it.
+    private var stopped = false
     private var tasks: [Task<Void, Never>] = []
     private var inputSink: AsyncStream<Input>.Continuation?
 
@@ -89,6 +91,7 @@ public actor AvahiAnnouncer {
 
     /// Withdraws the service (`EntryGroup.Free`) and stops following avahi-daemon; `events` ends.
     public func stop() async {
+        stopped = true
         for task in tasks { task.cancel() }
         tasks = []
         inputSink?.finish()
@@ -104,6 +107,7 @@ public actor AvahiAnnouncer {
     // MARK: inputs
 
     private func handle(_ input: Input) async {
+        guard !stopped else { return }
         switch input {
         case .owner(let newOwner):
             await ownerChanged(to: newOwner)
@@ -192,6 +196,10 @@ public actor AvahiAnnouncer {
                     report(.failed("EntryGroupNew answered without a path"), level: .warning)
                     return
                 }
+                guard !stopped else {
+                    _ = try? await call(path, AvahiNames.entryGroup, "Free")
+                    return
+                }
                 group = path
             }
             try await addAndCommit()
@@ -203,7 +211,7 @@ public actor AvahiAnnouncer {
     /// AddService then Commit; a name another local service holds (`CollisionError` from AddService) is replaced
     /// with the next alternative at once.
     private func addAndCommit() async throws(DBusError) {
-        guard let group else { return }
+        guard let group, !stopped else { return }
         while true {
             do throws(DBusError) {
                 _ = try await call(group, AvahiNames.entryGroup, "AddService", [
@@ -216,6 +224,7 @@ public actor AvahiAnnouncer {
                 nextName()
             }
         }
+        guard !stopped else { return }
         _ = try await call(group, AvahiNames.entryGroup, "Commit")
         committed = true
     }
