@@ -66,6 +66,8 @@ let package = Package(
         // The ESPHome API's TCP server: listening socket and client connections on a `LoopHost`, each connection's
         // bytes through `ESPHomeAPI`, bounded queues both ways.
         .target(name: "ESPHomeServer", dependencies: ["ESPHomeAPI", "LoopHosting"]),
+        // mDNS announcements through avahi-daemon's D-Bus API (the ESPHome proxy's `_esphomelib._tcp`).
+        .target(name: "Avahi", dependencies: ["DBus", log]),
         // The bridge, one target per layer of Sources/Bridge (docs/dev/ARCHITECTURE.md#layers), lowest first: the
         // compiler refuses a use up or across the layers. Cross-target names are `package`, not `public`.
         bridgeLayer("Model", "BridgeModel", ["Adverts", "BlueZ", "Bluetooth", "Codecs", "Config", "MQTT"]),
@@ -129,6 +131,7 @@ let package = Package(
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
         .testTarget(name: "ESPHomeAPITests", dependencies: ["ESPHomeAPI"]),
         .testTarget(name: "ESPHomeServerTests", dependencies: ["ESPHomeServer", "ESPHomeAPI", "LoopHosting"]),
+        .testTarget(name: "AvahiTests", dependencies: ["Avahi", "DBus"]),
         .testTarget(name: "AdvertsTests", dependencies: ["Adverts", "Bluetooth", "Codecs"]),
         .testTarget(name: "BridgeTests", dependencies: [
             "Adverts", "Bridge", "BridgeModel", "BridgeChannels", "BridgeSession", "BridgeAdapters", "BridgeTools",

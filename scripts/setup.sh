@@ -6,6 +6,7 @@
 #      build: libdbus-1-dev libmosquitto-dev libmicrohttpd-dev libsystemd-dev libyaml-dev libssl-dev pkg-config
 #      bench: dbus-daemon (or `dbus` on releases without the split package), mosquitto, mosquitto-clients,
 #             python3-venv
+#      mDNS test: avahi-daemon avahi-utils (Tests/AvahiTests runs its own avahi-daemon in a network namespace)
 #   2. the bench's Python environment at $REPO/.venv from bench/requirements.txt (all versions pinned);
 #      a stamp keyed by the requirements file's hash skips pip when nothing changed.
 #
@@ -29,6 +30,7 @@ installed() {
 # --- 1. apt packages ------------------------------------------------------------------------------------------
 packages=(libdbus-1-dev libmosquitto-dev libmicrohttpd-dev libsystemd-dev libyaml-dev libssl-dev pkg-config mosquitto mosquitto-clients
           python3-venv systemd)
+packages+=(avahi-daemon avahi-utils)
 missing=()
 for p in "${packages[@]}"; do
     installed "$p" || missing+=("$p")

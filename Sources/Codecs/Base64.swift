@@ -1,5 +1,6 @@
-/// The `base64` codec: RFC 4648 standard alphabet with `=` padding.
-enum Base64 {
+/// The `base64` codec: RFC 4648 standard alphabet with `=` padding. Also the text form of the ESPHome proxy's key
+/// (docs/configuration.md#esphome_proxy), hence `package`.
+package enum Base64 {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
     private static let reverse: [UInt8] = {
         var table = [UInt8](repeating: 0xFF, count: 256)
@@ -25,7 +26,7 @@ enum Base64 {
     /// Strict apart from surrounding whitespace and omitted padding (both unambiguous): other alphabets
     /// (`-_`), embedded whitespace, misplaced `=` and non-zero leftover bits are rejected, because silently
     /// accepting them would write bytes the sender did not mean.
-    static func decode(_ payload: String) throws(CodecError) -> [UInt8] {
+    package static func decode(_ payload: String) throws(CodecError) -> [UInt8] {
         var chars = Array(PayloadText.trimmed(payload).utf8)
         let invalid = CodecError("\(PayloadText.quoted(payload)) is not valid base64")
         var padding = 0
@@ -67,5 +68,21 @@ enum Base64 {
             break
         }
         return bytes
+    }
+
+    /// `bytes` as base64 text, padded.
+    package static func encode(_ bytes: [UInt8]) -> String {
+        var out = UTF8Buffer(capacity: (bytes.count + 2) / 3 * 4)
+        bytes.withUnsafeBytes { encode($0, to: &out) }
+        return out.string
+    }
+
+    /// The bytes of `text`, or nil when it is not base64 (no message: callers decoding a secret must not echo it).
+    package static func decodeIfValid(_ text: String) -> [UInt8]? {
+        do throws(CodecError) {
+            return try decode(text)
+        } catch {
+            return nil
+        }
     }
 }

@@ -21,6 +21,8 @@ public struct BridgeConfig: Sendable, Equatable {
     public var adverts = AdvertSettings()
     /// `web:`: the page served to a browser (docs/web.md).
     public var web = WebSettings()
+    /// `esphome_proxy:`: the ESPHome API server for Home Assistant's Bluetooth proxy (docs/configuration.md#esphome_proxy).
+    public var esphomeProxy = ESPHomeProxySettings()
 
     public static let defaultStateDir = "/var/lib/gattbridge"
     public static let defaultSecretsDir = "/etc/gattbridge/secrets"

@@ -32,6 +32,7 @@ public enum ConfigSchema {
                 ])),
                 ("adverts", adverts),
                 ("web", web),
+                ("esphome_proxy", esphomeProxy),
                 ("state_dir", string("Where devices added over MQTT are saved (devices.d/<name>.yaml); relative to the config file's directory.", default: "/var/lib/gattbridge")),
                 ("bridge_api", boolean("false: no B/bridge/request/# subscription (the retained bridge/devices and bridge/info stay).", default: true)),
                 ("secrets_dir", string("The only directory a device added over MQTT may name a passkey_file or bindkey_file in; relative to the config file's directory.", default: "/etc/gattbridge/secrets")),
@@ -173,6 +174,46 @@ public enum ConfigSchema {
                 ("pattern", "^[Hh][Tt][Tt][Pp][Ss]?://"),
             ]),
         ])
+    }
+
+    private static var esphomeProxy: JSONValue {
+        var schema = section("The ESPHome API server through which Home Assistant uses the adapters as a Bluetooth proxy (docs/configuration.md#esphome_proxy).",
+                keys: ConfigValidator.esphomeProxyKeys, [
+            "enabled": boolean("Serve the ESPHome API.", default: false),
+            "listen": .object([
+                ("description", "HOST:PORT or [IPv6]:PORT; encryption: false only on a loopback address."),
+                ("type", "string"),
+                ("default", .string(ESPHomeProxySettings.defaultListen.description)),
+                ("minLength", 1),
+            ]),
+            "name": .object([
+                ("description", "The node name Home Assistant shows; default: bridge.id lowercased, other characters than a-z 0-9 - made -, at most 31."),
+                ("type", "string"),
+                ("pattern", .string("^[a-z0-9-]{1,\(ESPHomeProxySettings.maximumNameLength)}$")),
+            ]),
+            "encryption": boolean("Noise encryption with the key; false (plaintext) only on a loopback listen address.", default: true),
+            "encryption_key_file": string("A file holding the key (32 bytes in base64), relative to the config file's directory; default: <state_dir>/esphome-proxy.key, created on the first start."),
+            "connection_slots": integer("How many peripherals Home Assistant may connect through the proxy at once.",
+                                        ESPHomeProxySettings.connectionSlotsRange,
+                                        default: ESPHomeProxySettings.defaultConnectionSlots),
+            "passkeys": .object([
+                ("description", "Bluetooth address: a file in secrets_dir holding the six-digit passkey for pairing that device through the proxy."),
+                ("type", ["object", "null"]),
+                ("propertyNames", ["pattern": "^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$"]),
+                ("additionalProperties", ["type": "string", "minLength": 1]),
+            ]),
+        ])
+        // Plaintext only on loopback (the default listen address is not).
+        schema = adding(schema, ("if", .object([
+            ("type", "object"),
+            ("required", ["enabled", "encryption"]),
+            ("properties", ["enabled": ["const": true], "encryption": ["const": false]]),
+        ])))
+        schema = adding(schema, ("then", .object([
+            ("required", ["listen"]),
+            ("properties", ["listen": ["pattern": "^(127\\.|localhost:|\\[::1\\]:)"]]),
+        ])))
+        return schema
     }
 
     private static var device: JSONValue {

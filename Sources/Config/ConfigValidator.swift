@@ -17,7 +17,7 @@ struct ConfigValidator {
     }
 
     /// The top-level sections (the other top-level keys are `bridgeKeys`).
-    static let sectionKeys = ["mqtt", "bluetooth", "homeassistant", "devices", "adverts", "web"]
+    static let sectionKeys = ["mqtt", "bluetooth", "homeassistant", "devices", "adverts", "web", "esphome_proxy"]
 
     /// The whole document. An empty file is an empty mapping: every section has defaults.
     mutating func validate(_ root: YAMLNode?) -> BridgeConfig {
@@ -33,6 +33,7 @@ struct ConfigValidator {
         if let node = fields["adverts"] { config.adverts = adverts(node) }
         if let node = fields["web"] { config.web = web(node) }
         bridgeSettings(fields, into: &config)
+        config.esphomeProxy = esphomeProxy(fields["esphome_proxy"], config: config)
         return config
     }
 

@@ -41,6 +41,16 @@ extension BridgeConfig {
                 messages.append(warning)
             }
         }
+        if let keyFile = esphomeProxy.encryptionKeyFile, let mode = keyFile.mode, mode & 0o077 != 0 {
+            messages.append("encryption_key_file \"\(keyFile.path)\" is accessible to group or others (mode "
+                + "\(Self.octal(mode))); make it readable by its owner only (chmod 600)")
+        }
+        for (address, passkey) in esphomeProxy.passkeys.sorted(by: { $0.key < $1.key }) {
+            if let mode = passkey.file.mode, mode & 0o077 != 0 {
+                messages.append("passkey file \"\(passkey.file.path)\" of \(address) in esphome_proxy.passkeys is accessible "
+                    + "to group or others (mode \(Self.octal(mode))); make it readable by its owner only (chmod 600)")
+            }
+        }
         let unheard = devices.filter { $0.advert != nil }.map { "\"\($0.name)\"" }
         if !adverts.enabled, !unheard.isEmpty {
             let (which, whose) = unheard.count == 1 ? ("device \(unheard[0]) has", "its")

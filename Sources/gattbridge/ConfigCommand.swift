@@ -13,7 +13,7 @@ struct ConfigCheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
         abstract: "Validate a config and its drop-ins (<state_dir>/devices.d/*.yaml): prints ok (exit 0), or every error as FILE:LINE:COLUMN: message on stderr (exit 78).",
-        discussion: "Settings that weaken security (tls.insecure, credentials sent without TLS, a password_file others can read, an inline passkey or bindkey) and advert devices while adverts.enabled is false are warned about on stderr; the config is still ok."
+        discussion: "Settings that weaken security (tls.insecure, credentials sent without TLS, a password_file, key or passkey file others can read, an inline passkey or bindkey) and advert devices while adverts.enabled is false are warned about on stderr; the config is still ok."
     )
 
     static let defaultPath = "/etc/gattbridge/config.yaml"

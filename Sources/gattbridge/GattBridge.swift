@@ -15,6 +15,7 @@ struct GattBridge: AsyncParsableCommand {
             WriteCommand.self,
             ListenCommand.self,
             ConfigCommand.self,
+            ESPHomeKeyCommand.self,
             DevicesCommand.self,
             PairCommand.self,
             UnpairCommand.self,

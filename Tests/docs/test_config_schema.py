@@ -59,7 +59,7 @@ def test_the_shipped_example_names_the_schema():
 
 def doc_configs():
     """The ```yaml blocks of the guide that are whole configs (a mapping of top-level keys), not fragments."""
-    top = {"mqtt", "bluetooth", "homeassistant", "devices", "adverts", "state_dir", "bridge_api", "bridge"}
+    top = {"mqtt", "bluetooth", "homeassistant", "devices", "adverts", "state_dir", "bridge_api", "bridge", "esphome_proxy"}
     for page in sorted((REPO / "docs").rglob("*.md")) + [REPO / "README.md"]:
         for index, block in enumerate(re.findall(r"^```yaml\n(.*?)^```", page.read_text(), re.S | re.M)):
             if "[...]" in block or "…" in block:
@@ -152,6 +152,16 @@ INVALID = {
     "adverts auto_limit too large": {"adverts": {"auto_limit": 10001}},
     "adverts timeout 0": {"adverts": {"timeout": 0}},
     "unknown adverts key": {"adverts": {"limit": 5}},
+    "esphome_proxy enabled quoted": {"esphome_proxy": {"enabled": "true"}},
+    "esphome_proxy listen empty": {"esphome_proxy": {"listen": ""}},
+    "esphome_proxy name with capitals": {"esphome_proxy": {"name": "Garden"}},
+    "esphome_proxy name of 32 characters": {"esphome_proxy": {"name": "a" * 32}},
+    "esphome_proxy plaintext on every address": {"esphome_proxy": {"enabled": True, "encryption": False}},
+    "esphome_proxy plaintext on a LAN address": {"esphome_proxy": {"enabled": True, "encryption": False, "listen": "192.168.1.2:6053"}},
+    "esphome_proxy connection_slots 0": {"esphome_proxy": {"connection_slots": 0}},
+    "esphome_proxy connection_slots 9": {"esphome_proxy": {"connection_slots": 9}},
+    "esphome_proxy passkeys keyed by name": {"esphome_proxy": {"passkeys": {"lock": "lock.passkey"}}},
+    "unknown esphome_proxy key": {"esphome_proxy": {"port": 6053}},
     "unknown advert format": with_device(advert="thermometer"),
     "advert auto in a list": with_device(advert=["auto"]),
     "bindkey without advert": with_device(bindkey="0123456789abcdef0123456789abcdef"),
@@ -204,6 +214,12 @@ ACCEPTED = {
     "a passive device with an inline bindkey": {"adverts": {"enabled": True}, "devices": [
         {"name": "thermo", "address": "A4:C1:38:00:00:01", "advert": "bthome", "bindkey": "0123456789abcdef0123456789ABCDEF"}]},
     "channels and advert": with_device(advert="xiaomi"),
+    "esphome_proxy: alone": {"esphome_proxy": None},
+    "esphome_proxy enabled alone": {"esphome_proxy": {"enabled": True}},
+    "esphome_proxy plaintext on loopback": {"esphome_proxy": {"enabled": True, "encryption": False, "listen": "127.0.0.1:6053"}},
+    "esphome_proxy plaintext while off": {"esphome_proxy": {"encryption": False}},
+    "esphome_proxy every plain key": {"esphome_proxy": {"enabled": True, "listen": "[::]:6053", "name": "pi-proxy-2",
+                                                        "encryption": True, "connection_slots": 8, "passkeys": None}},
     "inline bindkey with advert auto": with_device(advert="auto", bindkey="0123456789abcdef0123456789abcdef"),
 }
 
@@ -228,6 +244,7 @@ def at_adapter(mapping): return {"bluetooth": {"adapters": [dict({"name": "hci0"
 def at_homeassistant(mapping): return {"homeassistant": mapping}
 def at_bridge(mapping): return {"bridge": mapping}
 def at_adverts(mapping): return {"adverts": mapping}
+def at_esphome_proxy(mapping): return {"esphome_proxy": mapping}
 def at_device(mapping): return {"devices": [dict(DEVICE, **mapping)]}
 def at_channel(mapping): return {"devices": [dict(DEVICE, channels=[dict(DEVICE["channels"][0], **mapping)])]}
 
@@ -247,6 +264,7 @@ def schema_keys(schema):
         (at_homeassistant, "homeassistant.", set(props["homeassistant"]["properties"])),
         (at_bridge, "bridge.", set(props["bridge"]["properties"])),
         (at_adverts, "adverts.", set(props["adverts"]["properties"])),
+        (at_esphome_proxy, "esphome_proxy.", set(props["esphome_proxy"]["properties"])),
         (at_device, "devices[].", set(defs["device"]["properties"])),
         (at_channel, "channels[].", set(defs["channel"]["properties"])),
     ]
