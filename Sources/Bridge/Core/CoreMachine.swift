@@ -143,10 +143,10 @@ struct CoreMachine: Sendable {
               rawAdvertisements: Self.rawAdvertisements(config, consumer: rawAdvertisementConsumer))
     }
 
-    /// The Bluetooth proxy's switch (docs/dev/esphome-proxy.md): raw advertisements are made, and discovery kept on
-    /// for them, while a feature consumes them. The config's own switch for the proxy joins here.
+    /// The Bluetooth proxy's switch (docs/home-assistant.md, "Bluetooth proxy"): raw advertisements are made, and
+    /// discovery kept on for them, while the config enables the proxy and a feature consumes them.
     static func rawAdvertisements(_ config: BridgeConfig, consumer: Bool) -> Bool {
-        consumer
+        consumer && config.esphomeProxy.enabled
     }
 
     var isApplying: Bool { inFlight != nil }

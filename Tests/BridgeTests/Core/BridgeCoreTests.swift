@@ -130,11 +130,13 @@ import Testing
         }
     }
 
-    /// The Bluetooth proxy (docs/dev/esphome-proxy.md): with a feature that wants raw advertisements, discovery runs
-    /// with adverts off, and a device heard with only a name and a UUID (no data: no broadcast) is an advertisement,
-    /// its AD structures rebuilt, for every report that changes its RSSI or what it advertises, not for other changes.
+    /// The Bluetooth proxy (docs/home-assistant.md): enabled, with a feature that wants raw advertisements, discovery
+    /// runs with adverts off, and a device heard with only a name and a UUID (no data: no broadcast) is an
+    /// advertisement, its AD structures rebuilt, for every report that changes its RSSI or what it advertises, not for
+    /// other changes.
     @Test func aDeviceHeardIsARawAdvertisementWhenAFeatureWantsThem() async throws {
-        let config = Self.config([])
+        var config = Self.config([])
+        config.esphomeProxy.enabled = true
         #expect(!config.adverts.enabled)
         try await CoreRig(config, rawAdvertisements: true).run { rig in
             try await eventually("discovery kept on for the proxy") {
@@ -155,12 +157,14 @@ import Testing
         }
     }
 
-    /// Without a feature that wants them, nothing is made, even with adverts on (one scan for both: the same
-    /// discovery interest); a broadcast heard after the thermometer shows the events got through.
-    @Test func noRawAdvertisementsWithoutAFeatureThatWantsThem() async throws {
+    /// Without a feature that wants them, or with the proxy off, nothing is made, even with adverts on (one scan for
+    /// both: the same discovery interest); a broadcast heard after the thermometer shows the events got through.
+    @Test(arguments: [(false, true), (true, false)])
+    func noRawAdvertisementsWithoutAFeatureThatWantsThemOrTheProxyOn(_ consumer: Bool, _ enabled: Bool) async throws {
         var config = Self.config([])
         config.adverts = AdvertSettings(enabled: true, auto: [], autoLimit: 10)
-        try await CoreRig(config).run { rig in
+        config.esphomeProxy.enabled = enabled
+        try await CoreRig(config, rawAdvertisements: consumer).run { rig in
             try await eventually("discovery kept on for broadcasts") {
                 rig.discovery.state.withLock { $0.repeats && $0.wanted[FakeGATT.adapterPath] == [AdapterMachine.broadcastScanner] }
             }

@@ -66,6 +66,7 @@ import Testing
     func oneScanServesAdvertsAndTheProxy(_ adverts: Bool, _ consumer: Bool) {
         var config = CoreMachineTests.config([])
         config.adverts.enabled = adverts
+        config.esphomeProxy.enabled = true
         var machine = CoreMachine(config: config, rawAdvertisementConsumer: consumer)
         let begun = machine.handle(.began(adapters: [Self.hci0], sighted: [], bluezAvailable: true))
         #expect(begun.count { $0 == .discovery(.want(adapterPath: Self.hci0.path)) } == 1)
@@ -78,6 +79,16 @@ import Testing
         #expect(!machine.handle(.bluez(.deviceChanged(silent, changed: ["Name"]))).contains {
             if case .advertisement = $0 { true } else { false }
         })
+    }
+
+    /// A consumer with the proxy off in the config (its default) makes no scan and no advertisement.
+    @Test func theProxyOffMakesNoScanForAConsumer() {
+        let config = CoreMachineTests.config([])
+        var machine = CoreMachine(config: config, rawAdvertisementConsumer: true)
+        let begun = machine.handle(.began(adapters: [Self.hci0], sighted: [], bluezAvailable: true))
+        #expect(!begun.contains(.discovery(.want(adapterPath: Self.hci0.path))))
+        let heard = machine.handle(.bluez(.deviceAdded(BridgeCoreTests.thermometer(rssi: -70))))
+        #expect(!heard.contains { if case .advertisement = $0 { true } else { false } })
     }
 
     @Test func aFailingAdapterWithADeviceMissingIsWokenOnceThenRecovered() {
