@@ -64,6 +64,7 @@ final class CArena {
         return block
     }
 
+    /// `text` as a C string: a NUL inside it ends the string on the wire too, as protobuf-c reads `char *` fields.
     func string(_ text: String) -> UnsafeMutablePointer<CChar> {
         var utf8 = Array(text.utf8)
         utf8.append(0)
