@@ -32,6 +32,8 @@ let package = Package(
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto"),
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1"),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto"),
+        .systemLibrary(name: "CProtobufC", pkgConfig: "libprotobuf-c"),
+        .target(name: "CESPHomeProto", dependencies: ["CProtobufC"]),
         .target(name: "Durations"),
         .target(name: "DBus", dependencies: ["CDBus", "Durations"]),
         .target(name: "Bluetooth"),
@@ -39,7 +41,7 @@ let package = Package(
         .target(name: "Codecs"),
         .target(name: "Adverts", dependencies: ["CCrypto", "Bluetooth", "Codecs"]),
         .target(name: "Config", dependencies: ["CYAML", "Codecs", "Bluetooth", "Adverts"]),
-        .target(name: "ESPHomeAPI", dependencies: ["CCrypto"]),
+        .target(name: "ESPHomeAPI", dependencies: ["CCrypto", "CESPHomeProto"]),
         .target(name: "MQTT", dependencies: ["CMosquitto", "Durations", log, deque]),
                 // The bridge's layer targets as in ../Package.swift, through the Sources/Bridge symlink. No Bridge (Services)
         // target: no harness reaches the daemon's services.

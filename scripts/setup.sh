@@ -3,7 +3,8 @@
 # integration bench. Idempotent: when everything is present it only checks, in about a second.
 #
 #   1. apt packages (installed only when missing; sudo is used only when not root):
-#      build: libdbus-1-dev libmosquitto-dev libmicrohttpd-dev libsystemd-dev libyaml-dev libssl-dev pkg-config
+#      build: libdbus-1-dev libmosquitto-dev libmicrohttpd-dev libprotobuf-c-dev libsystemd-dev libyaml-dev libssl-dev
+#             pkg-config
 #      bench: dbus-daemon (or `dbus` on releases without the split package), mosquitto, mosquitto-clients,
 #             python3-venv
 #      mDNS test: avahi-daemon avahi-utils (Tests/AvahiTests runs its own avahi-daemon in a network namespace)
@@ -28,7 +29,7 @@ installed() {
 }
 
 # --- 1. apt packages ------------------------------------------------------------------------------------------
-packages=(libdbus-1-dev libmosquitto-dev libmicrohttpd-dev libsystemd-dev libyaml-dev libssl-dev pkg-config mosquitto mosquitto-clients
+packages=(libdbus-1-dev libmosquitto-dev libmicrohttpd-dev libprotobuf-c-dev libsystemd-dev libyaml-dev libssl-dev pkg-config mosquitto mosquitto-clients
           python3-venv systemd)
 packages+=(avahi-daemon avahi-utils)
 missing=()

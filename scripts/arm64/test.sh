@@ -29,7 +29,7 @@ rm -rf "$WORK" && mkdir -p "$WORK"
 depends="$(dpkg-deb -f "$DEB" Depends)"
 log "Depends: $depends"
 grep -Eq '(^|, )libc6 \(>= 2\.36\)' <<<"$depends" || fail "Depends: lacks libc6 (>= 2.36)"
-for lib in libdbus-1-3 libmosquitto1 libmicrohttpd12 libsystemd0 libyaml-0-2 bluez; do
+for lib in libdbus-1-3 libmosquitto1 libmicrohttpd12 libprotobuf-c1 libsystemd0 libyaml-0-2 bluez; do
     grep -Eq "(^|, )$lib( |,|$)" <<<"$depends" || fail "Depends: lacks $lib"
 done
 bash "$REPO/scripts/deb/lintian.sh" "$DEB" || fail "lintian"

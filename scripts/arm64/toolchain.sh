@@ -52,7 +52,7 @@ fi
 # What the binary links against: the same libraries as the amd64 build (Package.swift's system libraries), and the
 # C and C++ runtime pieces the Swift driver links statically.
 SYSROOT_PACKAGES="libc6-dev libgcc-12-dev libstdc++-12-dev libdbus-1-dev libmosquitto-dev libsystemd-dev libyaml-dev
-libssl-dev libmicrohttpd-dev"
+libssl-dev libmicrohttpd-dev libprotobuf-c-dev"
 sdk_key="swift $SWIFT_DEBIAN_VERSION; $TARGET_SUITE: $(echo $SYSROOT_PACKAGES); $(cat "$(dirname "$0")/glibc-compat.c" "$(dirname "$0")/sysroot-dpkg-db.sh" | sha256sum | cut -c1-16) v2"
 if ! stamp_ok "$SDK_DIR/.stamp" "$sdk_key"; then
     log "building the Swift SDK for $TRIPLE ($TARGET_SUITE sysroot)"

@@ -5,13 +5,15 @@ import FuzzSupport
 /// cut into frames at arbitrary points, its first Noise handshake message, and forged transport messages.
 /// Oracles: however the bytes are split, the frames read are the same, each payload within the bound, and nothing
 /// is kept beyond what arrived; a handshake message either fails or, only with the right key, authenticates; a
-/// forged transport message never opens and leaves the nonce counter where it was.
+/// forged transport message never opens and leaves the nonce counter where it was. And a message payload of any type
+/// (the type from two bytes): it decodes or is refused without trapping, and what decodes comes back unchanged from
+/// its own encoding.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzESPHomeAPI(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     var input = FuzzInput(data, size)
     let mode = input.byte()
     let rest = input.take(size)
-    switch mode % 3 {
+    switch mode % 4 {
     case 0:
         var whole = APIFrameReader()
         let wholeResult = Result { () throws(APIFrameReader.Failure) in try whole.read(rest) }
@@ -19,7 +21,7 @@ public func fuzzESPHomeAPI(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 
         var frames: [APIFrameReader.Frame] = []
         var failure: APIFrameReader.Failure?
         var index = 0
-        let step = Int(mode / 3) + 1
+        let step = Int(mode / 4) + 1
         while index < rest.count, failure == nil {
             let end = min(index + step, rest.count)
             do throws(APIFrameReader.Failure) {
@@ -48,7 +50,7 @@ public func fuzzESPHomeAPI(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 
             // Forging the first message needs the key: a fuzzer that finds one has found a bug.
             require(false, "a message not made with the key authenticated")
         }
-    default:
+    case 2:
         let psk = [UInt8](repeating: 0x33, count: 32)
         var initiator = NoiseHandshake(role: .initiator, psk: psk, prologue: [], ephemeral: [UInt8](repeating: 1, count: 32))
         var responder = NoiseHandshake(role: .responder, psk: psk, prologue: [], ephemeral: [UInt8](repeating: 2, count: 32))
@@ -64,6 +66,16 @@ public func fuzzESPHomeAPI(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 
             require(receive.counter == 0, "a failed open moved the counter")
         }
         require(receive.open(genuine) == Array(rest.prefix(8)), "the genuine message did not open after forgeries")
+    default:
+        let type = UInt16(rest.first ?? 0) << 8 | UInt16(rest.dropFirst().first ?? 0)
+        if let message = APIMessage.decode(type: type, payload: Array(rest.dropFirst(2))) {
+            let encoded = message.encoded()
+            require(encoded.type == type, "a message encodes under another type")
+            if case .unknown = message {} else {
+                require(APIMessage.decode(type: type, payload: encoded.payload) == message,
+                        "a decoded message does not come back from its own encoding")
+            }
+        }
     }
     return 0
 }
