@@ -116,6 +116,7 @@ test-prepare:
 	@(bash scripts/homeassistant/setup.sh > .build/setup-homeassistant.log 2>&1 &)
 	@(bash scripts/realbluez/prepare-guest.sh .build-realbluez > .build/prepare-guest.log 2>&1 &)
 	@(bash scripts/web/setup.sh > .build/setup-web.log 2>&1 &)
+	@(bash scripts/proxy/setup.sh > .build/setup-proxy.log 2>&1 &)
 
 test-tiers: test-prepare
 	$(TIER) build-tests $(SWIFT) build --build-tests
@@ -123,6 +124,7 @@ test-tiers: test-prepare
 	$(TIER) integration env GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/integration -q $(PYTEST_ARGS)
 	$(TIER) docs env GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/docs -q
 	$(TIER) web $(MAKE) test-web
+	$(TIER) proxy $(MAKE) test-proxy
 	$(TIER) root-plants bash Tests/scripts/root-plants.sh
 	$(TIER) adverts $(MAKE) test-adverts
 	$(TIER) homeassistant $(MAKE) test-homeassistant
@@ -183,6 +185,14 @@ test-realbluez-deb: setup deb
 test-web: setup build
 	bash scripts/web/setup.sh
 	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge $(PYTHON) -m pytest Tests/web -q $(PYTEST_ARGS)
+
+# The Home Assistant Bluetooth proxy (docs/home-assistant.md, "Bluetooth proxy") spoken to by Home Assistant's own
+# ESPHome client, aioesphomeapi, against the real bridge on the simulated bench (Tests/proxy; under a minute), in its
+# own venv, .venv-proxy (created on first use: ~30 s).
+.PHONY: test-proxy
+test-proxy: setup build
+	bash scripts/proxy/setup.sh
+	GATTBRIDGE_BIN=$(CURDIR)/.build/debug/gattbridge .venv-proxy/bin/python -m pytest Tests/proxy -q $(PYTEST_ARGS)
 
 # The guide's links and the config's JSON Schema against the validator (Tests/docs; a few seconds).
 .PHONY: docs-test

@@ -104,6 +104,10 @@ let package = Package(
             "BridgeModel", "BridgeFeatureHost", "BridgeFeatures", "Codecs", "Config", "HTTPServer", "LoopHosting", "MQTT",
             log,
         ]),
+        bridgeLayer("Proxy", "BridgeProxy", [
+            "BridgeModel", "BridgeAdapters", "BridgeFeatureHost", "Avahi", "Config", "DBus", "ESPHomeAPI",
+            "ESPHomeServer", "LoopHosting", log,
+        ]),
         // Not "BridgeCore": that is the type the folder is named after.
         bridgeLayer("Core", "BridgeCoreLayer", [
             "BridgeModel", "BridgeSession", "BridgeAdapters", "BridgeFeatureHost", "BridgeCommands", "BridgePairing",
@@ -113,7 +117,7 @@ let package = Package(
         // The daemon's services, and the module the executable imports.
         .target(name: "Bridge", dependencies: [
             "BridgeModel", "BridgeTools", "BridgeFeatureHost", "BridgePairing", "BridgeFleet", "BridgeHomeAssistant",
-            "BridgeAdverts", "BridgeFeatures", "BridgeWeb", "BridgeCoreLayer",
+            "BridgeAdverts", "BridgeFeatures", "BridgeWeb", "BridgeProxy", "BridgeCoreLayer",
             "BlueZ", "Config", "DBus", "HTTPServer", "LoopHosting", "MQTT", "Systemd", log,
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -141,7 +145,8 @@ let package = Package(
         .testTarget(name: "BridgeTests", dependencies: [
             "Adverts", "Bridge", "BridgeModel", "BridgeChannels", "BridgeSession", "BridgeAdapters", "BridgeTools",
             "BridgeFeatureHost", "BridgeCommands", "BridgePairing", "BridgeFleet", "BridgeHomeAssistant", "BridgeAdverts",
-            "BridgeFeatures", "BridgeWeb", "BridgeCoreLayer", "BlueZ", "Bluetooth", "Codecs", "Config", "DBus", "HTTPServer",
+            "BridgeFeatures", "BridgeWeb", "BridgeProxy", "BridgeCoreLayer", "BlueZ", "Bluetooth", "Codecs", "Config", "DBus",
+            "HTTPServer", "ESPHomeAPI", "ESPHomeServer", "LoopHosting",
         ]),
     ],
     swiftLanguageModes: [.v6]

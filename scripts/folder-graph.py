@@ -38,7 +38,7 @@ LAYERS = [
     ["HomeAssistant"],
     ["Adverts"],
     ["Features"],
-    ["Web"],
+    ["Web", "Proxy"],
     ["Core"],
     ["Services"],
 ]

@@ -1,0 +1,221 @@
+"""The bridge as a Home Assistant Bluetooth proxy (docs/home-assistant.md, "Bluetooth proxy"), spoken to by Home
+Assistant's own ESPHome client, aioesphomeapi, on the simulated bench: what it says of itself, the advertisements it
+forwards (parsed by bluetooth-data-tools, the parser Home Assistant's Bluetooth stack uses), its keys and its refusals,
+and bad input that closes only its own connection.
+"""
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import time
+
+import pytest
+from aioesphomeapi import (APIConnectionError, InvalidEncryptionKeyAPIError, RequiresEncryptionAPIError,
+                           EncryptionPlaintextAPIError)
+from aioesphomeapi.model import BluetoothProxyFeature, BluetoothScannerMode, BluetoothScannerState
+from bluetooth_data_tools import parse_advertisement_data_bytes
+
+from bench.bench import CENTRAL_ADDRESS
+
+BTHOME = "A4:C1:38:0B:71:01"
+GOVEE = "A4:C1:38:0B:71:02"
+TIMEOUT = 20.0
+
+
+def address_int(address: str) -> int:
+    return int(address.replace(":", ""), 16)
+
+
+def run(coroutine):
+    return asyncio.run(asyncio.wait_for(coroutine, 60))
+
+
+async def wait_for(condition, what: str, timeout: float = TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+def test_device_info_names_the_proxy_its_address_and_features(proxy_bridge):
+    proxy = proxy_bridge(name="bench-proxy")
+
+    async def check():
+        client = proxy.client()
+        await client.connect(login=False)
+        try:
+            info = await client.device_info()
+            assert info.name == "bench-proxy"
+            assert info.mac_address == CENTRAL_ADDRESS
+            assert info.bluetooth_mac_address == CENTRAL_ADDRESS
+            assert info.project_name == "gattbridge.bridge"
+            assert info.manufacturer == "gattbridge"
+            flags = info.bluetooth_proxy_feature_flags_compat(client.api_version)
+            assert flags == (BluetoothProxyFeature.PASSIVE_SCAN | BluetoothProxyFeature.RAW_ADVERTISEMENTS
+                             | BluetoothProxyFeature.FEATURE_STATE_AND_MODE)
+            assert info.api_encryption_supported
+            entities, services = await client.list_entities_services()
+            assert (entities, services) == ([], [])
+            # Home Assistant subscribes to these on every node; a proxy has nothing to send, and stays connected.
+            client.subscribe_states(lambda state: None)
+            client.subscribe_logs(lambda message: None)
+            assert (await client.device_info()).name == "bench-proxy"
+        finally:
+            await client.disconnect()
+    run(check())
+    proxy.bridge.assert_running()
+
+
+def test_raw_advertisements_carry_the_broadcasters_bytes_and_rssi(bench, bluez, proxy_bridge):
+    rssi = {BTHOME: -61, GOVEE: -74}
+    for address, value in rssi.items():
+        bluez.set_rssi(CENTRAL_ADDRESS, address, value)
+    sensor = bench.broadcaster("bthome", BTHOME)
+    govee = bench.broadcaster("govee", GOVEE)
+    proxy = proxy_bridge()
+    heard: list = []
+    states: list = []
+
+    async def check():
+        client = proxy.client()
+        await client.connect(login=False)
+        try:
+            client.subscribe_bluetooth_scanner_state(states.append)
+            unsubscribe = client.subscribe_bluetooth_le_raw_advertisements(
+                lambda response: heard.append([(a.address, a.rssi, a.address_type, bytes(a.data))
+                                               for a in response.advertisements]))
+            wanted = {address_int(BTHOME), address_int(GOVEE)}
+            await wait_for(lambda: wanted <= {a[0] for batch in heard for a in batch}, "both broadcasters")
+            await wait_for(lambda: states, "the scanner state")
+            unsubscribe()
+        finally:
+            await client.disconnect()
+    run(check())
+
+    assert all(len(batch) <= 16 for batch in heard)
+    state = states[0]
+    assert (state.state, state.mode) == (BluetoothScannerState.RUNNING, BluetoothScannerMode.ACTIVE)
+    for broadcaster, address in ((sensor, BTHOME), (govee, GOVEE)):
+        sent = broadcaster.broadcasts()
+        adverts = [a for batch in heard for a in batch if a[0] == address_int(address)]
+        assert adverts
+        matched = 0
+        for _, heard_rssi, address_type, data in adverts:
+            assert heard_rssi == rssi[address]
+            assert address_type == 0        # BlueZoo's devices are public
+            _, _, service_data, manufacturer_data, _ = parse_advertisement_data_bytes(data)
+            service = {uuid[4:8]: value.hex() for uuid, value in service_data.items()}
+            maker = {str(company): value.hex() for company, value in manufacturer_data.items()}
+            if any(p["service_data"] == service and p["manufacturer_data"] == maker for p in sent):
+                matched += 1
+        assert matched == len(adverts), f"{address}: advertisements whose bytes no packet sent"
+    proxy.bridge.assert_running()
+
+
+def test_a_wrong_key_and_a_plaintext_client_are_refused_and_the_right_key_works(proxy_bridge):
+    proxy = proxy_bridge()
+
+    async def check():
+        wrong = proxy.client(noise_psk="QRTIErOb/fcE9Ez4PGfPKzt/9vYIk5MZDJhOU3ZV+Mk=")
+        with pytest.raises(InvalidEncryptionKeyAPIError):
+            await wrong.connect(login=False)
+        plain = proxy.client(noise_psk=None)
+        with pytest.raises(RequiresEncryptionAPIError):
+            await plain.connect(login=False)
+        right = proxy.client()
+        await right.connect(login=False)
+        assert (await right.device_info()).mac_address == CENTRAL_ADDRESS
+        await right.disconnect()
+    run(check())
+    proxy.bridge.assert_running()
+
+
+def test_plaintext_on_loopback_and_an_encrypted_client_told_so(proxy_bridge):
+    proxy = proxy_bridge(encryption=False)
+
+    async def check():
+        plain = proxy.client(noise_psk=None)
+        await plain.connect(login=False)
+        info = await plain.device_info()
+        assert not info.api_encryption_supported
+        await plain.disconnect()
+        noisy = proxy.client(noise_psk="QRTIErOb/fcE9Ez4PGfPKzt/9vYIk5MZDJhOU3ZV+Mk=")
+        with pytest.raises(EncryptionPlaintextAPIError):
+            await noisy.connect(login=False)
+    run(check())
+
+
+def test_the_generated_key_is_kept_and_esphome_key_prints_it(proxy_bridge, gattbridge_bin):
+    proxy = proxy_bridge(key_file=False)
+    key_path = proxy.state_dir / "esphome-proxy.key"
+    assert key_path.stat().st_mode & 0o777 == 0o600
+    printed = subprocess.run([str(gattbridge_bin), "esphome-key", "--config", str(proxy.config)],
+                             capture_output=True, text=True, timeout=30)
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout.strip() == proxy.key
+    # The key reaches the user through this command only: never the daemon's output.
+    assert proxy.key not in proxy.bridge.process.stdout + proxy.bridge.process.stderr
+
+    async def check():
+        client = proxy.client()
+        await client.connect(login=False)
+        assert (await client.device_info()).bluetooth_mac_address == CENTRAL_ADDRESS
+        await client.disconnect()
+    run(check())
+
+
+def raw_connection(port: int) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    return s
+
+
+def closed_by_server(s: socket.socket) -> bool:
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return True
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def test_bad_input_closes_only_its_own_connection(proxy_bridge, mqtt):
+    proxy = proxy_bridge(encryption=False)
+
+    async def connected_client():
+        client = proxy.client(noise_psk=None)
+        await client.connect(login=False)
+        return client
+
+    async def check():
+        good = await connected_client()
+        # A length far above 64 KiB, a frame with no known marker, garbage after a good hello.
+        for garbage in (b"\x00\xff\xff\xff\x7f", b"\x07hello", b"\x00\x00\x01" + b"\x00\x02\x09\xff\xff"):
+            s = raw_connection(proxy.port)
+            s.sendall(garbage)
+            assert closed_by_server(s), garbage
+            s.close()
+        # A client that asks and never reads: closed once what waits for it passes its bound.
+        flood = raw_connection(proxy.port)
+        flood.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        hello = b"\x00\x00\x01"
+        info = b"\x00\x00\x09"
+        try:
+            flood.sendall(hello + info * 200_000)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        flood.settimeout(20)
+        assert closed_by_server(flood)
+        flood.close()
+        assert (await good.device_info()).mac_address == CENTRAL_ADDRESS
+        await good.disconnect()
+    run(check())
+    proxy.bridge.assert_running()
+    # The MQTT side went on: the bridge still answers its API.
+    mark = mqtt.mark()
+    mqtt.publish(proxy.bridge.topic("bridge", "request", "health"), "{}")
+    mqtt.wait_for(proxy.bridge.topic("bridge", "response", "health"), None, 10, since=mark)
