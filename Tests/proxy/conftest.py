@@ -48,7 +48,7 @@ gattbridge_bin = _integration.gattbridge_bin
 run_gattbridge = _integration.run_gattbridge
 wait_until = _integration.wait_until
 
-from bench.bench import CENTRAL_ADDRESS, free_port, wait_until as _wait_until  # noqa: E402
+from bench.bench import CENTRAL_ADDRESS, Process, free_port, wait_until as _wait_until  # noqa: E402
 from bridge_helpers import BASE, Bridge, to_yaml  # noqa: E402
 
 
@@ -114,3 +114,65 @@ def proxy_bridge(bench, mosquitto, mqtt, run_gattbridge, gattbridge_bin, tmp_pat
             key = (state_dir / "esphome-proxy.key").read_text().strip()
         return ProxyBridge(bridge, port, key, mqtt, state_dir, path)
     return start
+
+
+AVAHI_CONF = """\
+[server]
+host-name=gattbridge-proxy-test
+use-ipv4=yes
+use-ipv6=no
+allow-interfaces=lo
+enable-dbus=yes
+ratelimit-interval-usec=1000000
+ratelimit-burst=1000
+[wide-area]
+enable-wide-area=no
+[publish]
+publish-hinfo=no
+publish-workstation=no
+"""
+
+
+class Avahi:
+    """avahi-daemon on the bench's bus, in a network namespace of its own whose loopback carries multicast (so the
+    machine's own mDNS is neither needed nor disturbed): the bridge reaches it over D-Bus, as on a Pi."""
+
+    def __init__(self, bench, workdir: Path):
+        import shutil
+        for tool in ("avahi-daemon", "avahi-browse", "unshare"):
+            if shutil.which(tool, path="/usr/sbin:/usr/bin:/sbin:/bin") is None:
+                pytest.skip(f"{tool} is not installed (apt-get install avahi-daemon avahi-utils)")
+        if os.geteuid() != 0:
+            pytest.skip("the avahi bench needs root for its network namespace (unshare -m -n)")
+        self.env = dict(bench.env, PATH="/usr/sbin:/usr/bin:/sbin:/bin")
+        conf = workdir / "avahi.conf"
+        conf.write_text(AVAHI_CONF)
+        script = ("ip link set lo up && ip link set lo multicast on && mkdir -p /run/avahi-daemon && "
+                  "mount -t tmpfs tmpfs /run/avahi-daemon && exec avahi-daemon --no-drop-root --no-chroot "
+                  f"--no-rlimits --no-proc-title -f {conf}")
+        self.process = Process(["unshare", "-m", "-n", "sh", "-c", script], "avahi-daemon", env=self.env,
+                               log_dir=bench.log_dir).start()
+
+    def browse(self, service_type: str) -> list[dict]:
+        """The resolved services of `service_type` as `avahi-browse -rpt` lists them."""
+        import subprocess
+        out = subprocess.run(["avahi-browse", "-rpt", service_type], env=self.env, capture_output=True, text=True,
+                             timeout=20).stdout
+        services = []
+        for line in out.splitlines():
+            fields = line.split(";")
+            if fields[0] != "=" or len(fields) < 10:
+                continue
+            txt = [item.strip('"') for item in fields[9].split('" "')] if fields[9] else []
+            services.append({"name": fields[3], "port": int(fields[8]), "txt": dict(t.split("=", 1) for t in txt)})
+        return services
+
+    def stop(self) -> None:
+        self.process.stop()
+
+
+@pytest.fixture
+def avahi(bench, tmp_path):
+    daemon = Avahi(bench, tmp_path)
+    yield daemon
+    daemon.stop()

@@ -88,15 +88,15 @@ def test_raw_advertisements_carry_the_broadcasters_bytes_and_rssi(bench, bluez, 
                                                for a in response.advertisements]))
             wanted = {address_int(BTHOME), address_int(GOVEE)}
             await wait_for(lambda: wanted <= {a[0] for batch in heard for a in batch}, "both broadcasters")
-            await wait_for(lambda: states, "the scanner state")
+            # The state on subscribing, then every change: the scan runs once the bridge's discovery started.
+            await wait_for(lambda: any(s.state == BluetoothScannerState.RUNNING for s in states), "a running scanner")
             unsubscribe()
         finally:
             await client.disconnect()
     run(check())
 
     assert all(len(batch) <= 16 for batch in heard)
-    state = states[0]
-    assert (state.state, state.mode) == (BluetoothScannerState.RUNNING, BluetoothScannerMode.ACTIVE)
+    assert all(state.mode == BluetoothScannerMode.ACTIVE for state in states)
     for broadcaster, address in ((sensor, BTHOME), (govee, GOVEE)):
         sent = broadcaster.broadcasts()
         adverts = [a for batch in heard for a in batch if a[0] == address_int(address)]
@@ -219,3 +219,23 @@ def test_bad_input_closes_only_its_own_connection(proxy_bridge, mqtt):
     mark = mqtt.mark()
     mqtt.publish(proxy.bridge.topic("bridge", "request", "health"), "{}")
     mqtt.wait_for(proxy.bridge.topic("bridge", "response", "health"), None, 10, since=mark)
+
+
+def test_the_proxy_is_announced_over_mdns_as_esphome_nodes_are(avahi, proxy_bridge, wait_until):
+    proxy = proxy_bridge(name="bench-proxy")
+
+    def announced():
+        return [s for s in avahi.browse("_esphomelib._tcp") if s["name"] == "bench-proxy"]
+    found = wait_until(announced, 20, "the proxy never appeared in avahi-browse")
+    service = found[0]
+    assert service["port"] == proxy.port
+    txt = service["txt"]
+    # Home Assistant's zeroconf flow keys the entry on `mac` (as DeviceInfo's mac_address) and asks for the key when
+    # `api_encryption` is there.
+    assert txt["mac"] == CENTRAL_ADDRESS.replace(":", "").lower()
+    assert txt["api_encryption"] == "Noise_NNpsk0_25519_ChaChaPoly_SHA256"
+    assert txt["platform"] == "linux" and txt["network"] in ("wifi", "ethernet")
+    assert txt["project_name"] == "gattbridge.bridge" and txt["version"]
+    assert txt["friendly_name"]
+    proxy.bridge.process.stop()
+    wait_until(lambda: not announced(), 20, "the proxy's announcement outlived the bridge")

@@ -1,7 +1,9 @@
+import Avahi
 import BridgeAdapters
 import BridgeFeatureHost
 import BridgeModel
 import Config
+import DBus
 import ESPHomeAPI
 import ESPHomeServer
 import LoopHosting
@@ -17,13 +19,16 @@ import Logging
 package struct ProxyFeature: BridgeFeature {
     let version: String
     let host: any LoopHost
+    /// The system bus, where avahi-daemon announces the proxy over mDNS; nil: not announced (tests).
+    let bus: DBusConnection?
     let logger: Logger
 
     package var wantsRawAdvertisements: Bool { true }
 
-    package init(version: String, host: any LoopHost, logger: Logger) {
+    package init(version: String, host: any LoopHost, bus: DBusConnection?, logger: Logger) {
         self.version = version
         self.host = host
+        self.bus = bus
         self.logger = logger
     }
 
@@ -39,6 +44,7 @@ package struct ProxyFeature: BridgeFeature {
         var plan: ProxyPlan
         var server: APIServer
         var clients: ProxyClients
+        var announcer: AvahiAnnouncer?
     }
 
     package func run(_ events: FeatureEvents, _ context: FeatureContext) async {
@@ -51,29 +57,30 @@ package struct ProxyFeature: BridgeFeature {
         var batch = AdvertisementBatch()
         var flushes = 0
 
-        func stop() {
+        func stop() async {
             running?.server.stop()
+            await running?.announcer?.stop()
             running = nil
             waiting = nil
         }
 
         /// Starts, restarts or stops the server to match the config and adapters; returns a retry timer if the address
         /// is in use.
-        func reconcile() -> [(at: ContinuousClock.Instant, timer: Timer)] {
+        func reconcile() async -> [(at: ContinuousClock.Instant, timer: Timer)] {
             let plan = config.flatMap { ProxyPlan(config: $0, adapters: adapters, version: version) }
             guard plan != running?.plan else { return [] }
             if running != nil {
                 logger.info("Home Assistant proxy restarts with its new settings")
-                stop()
+                await stop()
             }
             guard let plan else {
                 waiting = nil
                 return []
             }
-            return start(plan)
+            return await start(plan)
         }
 
-        func start(_ plan: ProxyPlan) -> [(at: ContinuousClock.Instant, timer: Timer)] {
+        func start(_ plan: ProxyPlan) async -> [(at: ContinuousClock.Instant, timer: Timer)] {
             let security: APIConnection.Security
             do throws(ESPHomeProxyKeyError) {
                 security = try ESPHomeProxyKey.resolve(plan.settings, stateDir: plan.stateDir)
@@ -97,7 +104,13 @@ package struct ProxyFeature: BridgeFeature {
                 return [(ContinuousClock.now + Self.retryDelay, .retry(attempt))]
             }
             waiting = nil
-            running = Running(plan: plan, server: server, clients: clients)
+            var announcer: AvahiAnnouncer?
+            if let bus {
+                let service = ProxyAnnouncement.service(plan: plan, port: server.port, encrypted: security != .plaintext)
+                announcer = AvahiAnnouncer(connection: bus, service: service, logger: logger)
+                await announcer?.start()
+            }
+            running = Running(plan: plan, server: server, clients: clients, announcer: announcer)
             let mode = security == .plaintext ? "plaintext" : "encrypted"
             logger.notice("Home Assistant proxy listening on \(plan.listen) (\(mode))",
                           metadata: ["name": "\(plan.settings.name)", "mac": "\(plan.macAddress)"])
@@ -108,14 +121,14 @@ package struct ProxyFeature: BridgeFeature {
             switch input {
             case .event(.configApplied(_, let new)):
                 config = new
-                return reconcile()
+                return await reconcile()
             case .event(.adapters(let statuses, _)):
                 adapters = statuses
                 if let running {
                     let state = ProxyPlan.scannerState(statuses)
                     running.clients.update { $0.scannerState = state }
                 }
-                return reconcile()
+                return await reconcile()
             case .event(.advertisement(let heard)):
                 guard let clients = running?.clients, clients.anyoneListening else { return [] }
                 let raw = APIMessage.RawAdvertisement(address: heard.address.rawValue, rssi: Int32(heard.rssi),
@@ -135,14 +148,14 @@ package struct ProxyFeature: BridgeFeature {
                 return []
             case .timer(.retry(let number)):
                 guard number == attempt, let plan = waiting, running == nil else { return [] }
-                return start(plan)
+                return await start(plan)
             case .event(.stopping):
-                stop()
+                await stop()
                 return []
             default:
                 return []
             }
         }
-        stop()
+        await stop()
     }
 }

@@ -87,7 +87,7 @@ public struct BridgeDaemon: Sendable {
             BridgeDeviceFeature(version: version, broker: link, hostname: Hostname.current),
             WebFeature(version: version, started: started, broker: link, adverts: advertCounts,
                        host: EventLoopHost(loop: bus.loop), machineNames: [Hostname.current], logger: logger),
-            ProxyFeature(version: version, host: EventLoopHost(loop: bus.loop), logger: logger),
+            ProxyFeature(version: version, host: EventLoopHost(loop: bus.loop), bus: bus, logger: logger),
         ]
         let core = BridgeCore(config: config, bluez: bluez, link: link, discovery: discovery, features: features,
                               logger: logger, agentReadiness: agentReadiness, statusChanged: statusChanged)
