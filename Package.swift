@@ -83,7 +83,7 @@ let package = Package(
         bridgeLayer("Adapters", "BridgeAdapters", ["BridgeModel", "BridgeSession", "BlueZ", "Bluetooth", "Codecs", "Config"]),
         bridgeLayer("Tools", "BridgeTools", ["BridgeModel", "BridgeSession", "Adverts", "BlueZ", "Bluetooth", "Codecs"]),
         bridgeLayer("FeatureHost", "BridgeFeatureHost", [
-            "BridgeModel", "BridgeSession", "BridgeAdapters", "Config", "MQTT",
+            "BridgeModel", "BridgeSession", "BridgeAdapters", "Bluetooth", "Config", "MQTT",
         ]),
         bridgeLayer("Commands", "BridgeCommands", ["BridgeModel", "BridgeSession", "BridgeFeatureHost", "Config", "MQTT"]),
         bridgeLayer("Pairing", "BridgePairing", ["BridgeFeatureHost", "BlueZ", "Bluetooth", "Codecs", "Config", log]),

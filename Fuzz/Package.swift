@@ -52,7 +52,7 @@ let package = Package(
         ]),
         bridgeLayer("Adapters", "BridgeAdapters", ["BridgeModel", "BridgeSession", "BlueZ", "Bluetooth", "Codecs", "Config"]),
         bridgeLayer("Tools", "BridgeTools", ["BridgeModel", "BridgeSession", "Adverts", "BlueZ", "Bluetooth", "Codecs"]),
-        bridgeLayer("FeatureHost", "BridgeFeatureHost", ["BridgeModel", "BridgeSession", "BridgeAdapters", "Config", "MQTT"]),
+        bridgeLayer("FeatureHost", "BridgeFeatureHost", ["BridgeModel", "BridgeSession", "BridgeAdapters", "Bluetooth", "Config", "MQTT"]),
         bridgeLayer("Fleet", "BridgeFleet", ["BridgeModel", "BridgeFeatureHost", "Codecs", "Config", "MQTT", log]),
         bridgeLayer("HomeAssistant", "BridgeHomeAssistant", [
             "BridgeModel", "BridgeChannels", "BridgeAdapters", "BridgeFeatureHost", "Bluetooth", "Codecs", "Config",

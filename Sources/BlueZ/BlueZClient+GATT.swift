@@ -37,6 +37,13 @@ extension BlueZClient {
         try await readValue(path, interface: BlueZNames.gattDescriptor, offset: offset, timeout: timeout)
     }
 
+    public func writeDescriptor(_ path: String, _ value: [UInt8], timeout: Duration = .seconds(10)) async throws(BlueZError) {
+        try await serialized(path) { () async throws(BlueZError) in
+            _ = try await call(path, BlueZNames.gattDescriptor, "WriteValue", [.bytes(value), .stringDict([:])],
+                               timeout: timeout, what: "writing \(path)")
+        }
+    }
+
     public func writeValue(characteristic path: String, _ value: [UInt8], type: GattWriteType = .request,
                            offset: Int = 0, timeout: Duration = .seconds(10)) async throws(BlueZError) {
         var options: [String: DBusValue] = ["type": .string(type.rawValue)]

@@ -17,6 +17,8 @@ from aioesphomeapi.model import BluetoothProxyFeature, BluetoothScannerMode, Blu
 from bluetooth_data_tools import parse_advertisement_data_bytes
 
 from bench.bench import CENTRAL_ADDRESS
+from bench.peripherals import heart_rate, led
+from bridge_helpers import channel, device
 
 BTHOME = "A4:C1:38:0B:71:01"
 GOVEE = "A4:C1:38:0B:71:02"
@@ -53,8 +55,9 @@ def test_device_info_names_the_proxy_its_address_and_features(proxy_bridge):
             assert info.project_name == "gattbridge.bridge"
             assert info.manufacturer == "gattbridge"
             flags = info.bluetooth_proxy_feature_flags_compat(client.api_version)
-            assert flags == (BluetoothProxyFeature.PASSIVE_SCAN | BluetoothProxyFeature.RAW_ADVERTISEMENTS
-                             | BluetoothProxyFeature.FEATURE_STATE_AND_MODE)
+            assert flags == (BluetoothProxyFeature.PASSIVE_SCAN | BluetoothProxyFeature.ACTIVE_CONNECTIONS
+                             | BluetoothProxyFeature.REMOTE_CACHING | BluetoothProxyFeature.CACHE_CLEARING
+                             | BluetoothProxyFeature.RAW_ADVERTISEMENTS | BluetoothProxyFeature.FEATURE_STATE_AND_MODE)
             assert info.api_encryption_supported
             entities, services = await client.list_entities_services()
             assert (entities, services) == ([], [])
@@ -239,3 +242,141 @@ def test_the_proxy_is_announced_over_mdns_as_esphome_nodes_are(avahi, proxy_brid
     assert txt["friendly_name"]
     proxy.bridge.process.stop()
     wait_until(lambda: not announced(), 20, "the proxy's announcement outlived the bridge")
+
+
+STRAP = "C0:FF:EE:00:44:01"
+LAMP = "C0:FF:EE:00:44:02"
+CCCD = "00002902-0000-1000-8000-00805f9b34fb"
+
+
+def full_uuid(short: str) -> str:
+    return f"0000{short}-0000-1000-8000-00805f9b34fb"
+
+
+def characteristic(services, uuid: str):
+    return next(c for s in services.services for c in s.characteristics if c.uuid == uuid)
+
+
+def layout(services) -> list:
+    """Every handle with its UUID: what Home Assistant caches per address."""
+    return [(s.uuid, s.handle, [(c.uuid, c.handle, c.properties, [(d.uuid, d.handle) for d in c.descriptors])
+                                for c in s.characteristics]) for s in services.services]
+
+
+class Connection:
+    """One device through the proxy, as bleak-esphome drives it: connect without cache, then GATT by handle."""
+
+    def __init__(self, client, address: str, flags: int):
+        self.client, self.address, self.flags = client, address_int(address), flags
+        self.states: list[tuple[bool, int, int]] = []
+
+    async def connect(self) -> None:
+        await self.client.bluetooth_device_connect(self.address, lambda *state: self.states.append(state),
+                                                   address_type=0, feature_flags=self.flags, has_cache=False,
+                                                   timeout=30)
+
+    async def disconnect(self) -> None:
+        await self.client.bluetooth_device_disconnect(self.address)
+
+
+def test_connections_through_the_proxy_read_notify_write_and_free_their_slots(peripheral, proxy_bridge):
+    strap = peripheral("heart_rate", STRAP)
+    lamp = peripheral("led", LAMP)
+    lamp.wait_for({"event": "state", "led": "00"})
+    proxy = proxy_bridge()
+    free: list = []
+
+    async def check():
+        client = proxy.client()
+        await client.connect(login=False)
+        flags = (await client.device_info()).bluetooth_proxy_feature_flags_compat(client.api_version)
+        client.subscribe_bluetooth_connections_free(lambda f, limit, allocated: free.append((f, limit, list(allocated))))
+        await wait_for(lambda: free and free[-1][:2] == (3, 3), "three free slots")
+
+        first = Connection(client, STRAP, flags)
+        await first.connect()
+        assert first.states[-1][0] and first.states[-1][2] == 0, first.states
+        await wait_for(lambda: free[-1] == (2, 3, [address_int(STRAP)]), "one slot taken")
+        services = await client.bluetooth_gatt_get_services(first.address)
+        battery = characteristic(services, full_uuid(heart_rate.BATTERY_LEVEL))
+        assert await client.bluetooth_gatt_read(first.address, battery.handle) == bytes([87])
+        measurement = characteristic(services, full_uuid(heart_rate.HEART_RATE_MEASUREMENT))
+        # Every notifying characteristic lists its CCCD, which BlueZ does not export: bleak-esphome writes it.
+        cccd = next(d for d in measurement.descriptors if d.uuid == CCCD)
+        values: list[bytes] = []
+        await client.bluetooth_gatt_start_notify(first.address, measurement.handle,
+                                                 lambda handle, data: values.append(bytes(data)))
+        await client.bluetooth_gatt_write_descriptor(first.address, cccd.handle, b"\x01\x00")
+        await wait_for(lambda: len(values) >= 3, "three heart-rate notifications")
+        assert values[:3] == [heart_rate.encoded(i) for i in range(3)]
+        assert await client.bluetooth_gatt_read_descriptor(first.address, cccd.handle) == b"\x01\x00"
+        # A handle nobody listed is an ATT error, not a dropped request.
+        with pytest.raises(APIConnectionError):
+            await client.bluetooth_gatt_read(first.address, 0xFFF0)
+
+        second = Connection(client, LAMP, flags)
+        await second.connect()
+        lamp_services = await client.bluetooth_gatt_get_services(second.address)
+        state = next(c for s in lamp_services.services for c in s.characteristics if c.uuid == led.CHARACTERISTIC)
+        await client.bluetooth_gatt_write(second.address, state.handle, b"\x01", response=True)
+        await asyncio.get_running_loop().run_in_executor(None, lambda: lamp.wait_for({"event": "state", "led": "01"}))
+        await wait_for(lambda: free[-1][0] == 1, "two slots taken")
+
+        await first.disconnect()
+        await second.disconnect()
+        await wait_for(lambda: free[-1] == (3, 3, []), "every slot free again")
+        for connection in (first, second):
+            assert [s for s in connection.states if not s[0]] == [(False, 0, 0)], connection.states
+
+        # The same handles on a new connection: Home Assistant's cache of them stays right.
+        again = Connection(client, STRAP, flags)
+        await again.connect()
+        assert layout(await client.bluetooth_gatt_get_services(again.address)) == layout(services)
+        await again.disconnect()
+        await client.disconnect()
+    run(check())
+    proxy.bridge.assert_running()
+
+
+def test_a_lost_link_is_reported_once_and_its_slot_freed(bench, peripheral, proxy_bridge):
+    strap = peripheral("heart_rate", STRAP)
+    proxy = proxy_bridge()
+    free: list = []
+
+    async def check():
+        client = proxy.client()
+        await client.connect(login=False)
+        flags = (await client.device_info()).bluetooth_proxy_feature_flags_compat(client.api_version)
+        client.subscribe_bluetooth_connections_free(lambda f, limit, allocated: free.append((f, limit, list(allocated))))
+        link = Connection(client, STRAP, flags)
+        await link.connect()
+        assert link.states[-1][0]
+        await asyncio.get_running_loop().run_in_executor(None, strap.stop)
+        await wait_for(lambda: any(not s[0] for s in link.states), "the lost link reported")
+        await wait_for(lambda: free and free[-1] == (3, 3, []), "its slot free")
+        await asyncio.sleep(0)  # any second report would be in the same turn of the reader
+        assert len([s for s in link.states if not s[0]]) == 1, link.states
+        await client.disconnect()
+    run(check())
+
+
+def test_a_device_of_the_config_is_refused_and_keeps_its_values_flowing(peripheral, proxy_bridge, mqtt):
+    lamp = peripheral("led", LAMP)
+    lamp.wait_for({"event": "state", "led": "00"})
+    proxy = proxy_bridge(devices=[device("desk-led", LAMP, [channel("led", f"{led.SERVICE}/{led.CHARACTERISTIC}",
+                                                                    "hex", mode="read", interval=1)])])
+    proxy.bridge.wait_online(mqtt, "desk-led")
+
+    async def check():
+        client = proxy.client()
+        await client.connect(login=False)
+        flags = (await client.device_info()).bluetooth_proxy_feature_flags_compat(client.api_version)
+        refused = Connection(client, LAMP, flags)
+        await refused.connect()
+        assert refused.states and not refused.states[-1][0] and refused.states[-1][2] != 0, refused.states
+        await client.disconnect()
+    run(check())
+    mark = mqtt.mark()
+    mqtt.wait_for(proxy.bridge.topic("desk-led", "led"), None, 10, since=mark)
+    mqtt.wait_for(proxy.bridge.topic("desk-led", "availability"), lambda m: m.text == "online", 10)
+    proxy.bridge.assert_running()

@@ -33,11 +33,15 @@ extension AdapterMachine {
         case .deviceChanged(let info, let changed):
             out.append(.sessionDevice(info.address, event))
             if changed.contains("RSSI") { sighted(info, world, now: now, &out) }
+            if world.rawAdvertisements, changed.contains("Connected") {
+                out.append(.link(address: info.address, adapter: info.adapterPath, connected: info.connected))
+            }
             advertised(info, changed: changed, world, &out)
             heard(info, changed: changed, world, now: now, &out)
         case .deviceRemoved(let path, let address):
             out.append(.sessionDevice(address, event))
             let adapter = Self.adapterPath(ofDevice: path)
+            if world.rawAdvertisements { out.append(.link(address: address, adapter: adapter, connected: false)) }
             adapterSet.lostSight(address, adapter: Self.name(ofAdapter: adapter))
             if world.fleet.isFleet, adapterSet.uses(adapterPath: adapter), let device = Self.passiveDevice(address, world),
                let tell = passiveSightings.lost(device.name, adapter: adapter, now: now) {

@@ -67,7 +67,8 @@ public actor BridgeCore {
         let (jobQueue, queue) = AsyncStream.makeStream(of: Job.self)
         self.jobQueue = jobQueue
         jobs = CoreJobs(queue: queue, sink: sink, bluez: bluez, discovery: discovery, logger: logger)
-        let host = FeatureHost(link: link)
+        let gate = ConnectGate<String>()
+        let host = FeatureHost(link: link, peripherals: PeripheralAccess(gatt: bluez, gate: gate))
         self.host = host
         self.features = features.map { feature in
             let (events, context) = host.attach(broadcasts: feature.wantsBroadcasts,
@@ -89,7 +90,7 @@ public actor BridgeCore {
             }
         })
         factory = SessionFactory(bluez: bluez, link: link, discovery: discovery, anyDiscovery: anyDiscovery,
-                                 logger: logger, agentReadiness: agentReadiness, host: host, store: store,
+                                 gate: gate, logger: logger, agentReadiness: agentReadiness, host: host, store: store,
                                  router: router, sink: sink)
     }
 

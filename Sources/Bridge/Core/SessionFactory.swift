@@ -20,7 +20,7 @@ struct SessionFactory: Sendable {
     let discovery: any DiscoveryPort
     /// Discovery for `adapter: any` devices: through every usable adapter (see `AnyAdapterDiscovery`).
     let anyDiscovery: AnyAdapterDiscovery
-    let gate = ConnectGate<String>()
+    let gate: ConnectGate<String>
     let logger: Logger
     /// Sessions pair only once the pairing agent is registered (nil: no agent feature, pair at once).
     let agentReadiness: AgentReadiness?

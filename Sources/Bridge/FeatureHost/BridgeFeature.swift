@@ -52,6 +52,9 @@ public struct FeatureContext: Sendable {
         host.unsubscribe(filter, feature: id)
     }
 
+    /// The sessions' GATT client and connect gate (`PeripheralAccess`), for a feature that connects devices of its own.
+    public var peripherals: PeripheralAccess? { host.peripherals }
+
     /// Every session publishes its availability (and rssi) again; with `states`, every channel's last value too.
     public func requestRepublish(states: Bool) {
         host.requests.yield(.republish(states: states))

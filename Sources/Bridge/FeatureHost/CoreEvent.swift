@@ -1,4 +1,5 @@
 import BridgeAdapters
+import Bluetooth
 import BridgeModel
 import BridgeSession
 import Config
@@ -52,6 +53,9 @@ public indirect enum CoreEvent: Sendable {
     /// The Bluetooth proxy (docs/dev/esphome-proxy.md): every device an adapter of the config heard with an RSSI, as
     /// raw AD structures; only while a feature wants them (`BridgeFeature.wantsRawAdvertisements`), and only to those.
     case advertisement(HeardAdvertisement)
+    /// The Bluetooth proxy: a device's `Connected` turned (BlueZ's word on any link, the proxy's own included), or
+    /// the device object went (`connected` false); to the same features as `advertisement`.
+    case link(address: BluetoothAddress, adapter: String, connected: Bool)
     /// Passive (docs/adverts.md, "Re-arming"): the bridge API's `device/rearm`: the device's encryption counters are
     /// to be believed from their next value on.
     case rearm(DeviceConfig)

@@ -52,8 +52,13 @@ package final class FeatureHost: Sendable {
     package let publishedListing = PublishedListing()
     private let state = Mutex(State())
 
-    package init(link: any BrokerLink) {
+    /// The GATT client and connect gate the sessions use, for features that connect devices of their own; nil in
+    /// tests that have none.
+    package let peripherals: PeripheralAccess?
+
+    package init(link: any BrokerLink, peripherals: PeripheralAccess? = nil) {
         self.link = link
+        self.peripherals = peripherals
         (requestStream, requests) = AsyncStream.makeStream(of: CoreRequest.self)
     }
 
@@ -79,7 +84,7 @@ package final class FeatureHost: Sendable {
         switch event {
         case .broadcast:
             for outlet in state.withLock({ $0.broadcastOutlets }) { outlet.yield(delivery) }
-        case .advertisement:
+        case .advertisement, .link:
             for outlet in state.withLock({ $0.advertisementOutlets }) { outlet.yield(delivery) }
         default:
             for outlet in state.withLock({ $0.outlets }) { outlet.yield(delivery) }

@@ -12,6 +12,10 @@ package final class ProxyClients: APIServerDelegate, @unchecked Sendable {
     private let host: any LoopHost
     private let identity: APISession.Identity
     private let logger: Logger
+    /// Requests about peripherals (connect, GATT, pair…) and clients that left, for the feature; called on the host's
+    /// thread, must not block.
+    private let peripheralRequest: @Sendable (APIClientID, APIMessage) -> Void
+    private let clientLeft: @Sendable (APIClientID) -> Void
     /// Clients subscribed to advertisements: the feature builds none while it is 0.
     private let listening = Atomic<Int>(0)
 
@@ -30,11 +34,25 @@ package final class ProxyClients: APIServerDelegate, @unchecked Sendable {
         _modify { precondition(host.isHostThread, "ProxyClients off the host thread"); yield &_status }
     }
 
-    package init(host: any LoopHost, identity: APISession.Identity, status: APISession.Status, logger: Logger) {
+    package init(host: any LoopHost, identity: APISession.Identity, status: APISession.Status, logger: Logger,
+                 peripheralRequest: @escaping @Sendable (APIClientID, APIMessage) -> Void = { _, _ in },
+                 clientLeft: @escaping @Sendable (APIClientID) -> Void = { _ in }) {
         self.host = host
         self.identity = identity
         self.logger = logger
+        self.peripheralRequest = peripheralRequest
+        self.clientLeft = clientLeft
         _status = status
+    }
+
+    /// Sends `message` to `client` (from any thread; at once on the host's).
+    package func send(_ message: APIMessage, to client: APIClientID) {
+        let framed = APIConnection.Message(message)
+        guard host.isHostThread else {
+            host.execute { [self] in _server?.send(framed, to: client) }
+            return
+        }
+        _server?.send(framed, to: client)
     }
 
     /// The server whose clients these are; set once, before it starts.
@@ -96,6 +114,7 @@ package final class ProxyClients: APIServerDelegate, @unchecked Sendable {
             return
         }
         if session.wantsAdvertisements { listening.wrappingSubtract(1, ordering: .relaxed) }
+        clientLeft(client)
         logger.info("Home Assistant proxy client left\(reason.map { ": \($0)" } ?? "")",
                     metadata: ["client": "\(client)"])
     }
@@ -116,9 +135,7 @@ package final class ProxyClients: APIServerDelegate, @unchecked Sendable {
                     state: status.scannerState, mode: status.scannerMode, configuredMode: status.configuredMode)),
                     to: client)
             case .peripheral(let request):
-                for answer in PeripheralRefusal.answers(to: request) {
-                    _server?.send(APIConnection.Message(answer), to: client)
-                }
+                peripheralRequest(client, request)
             }
         }
     }

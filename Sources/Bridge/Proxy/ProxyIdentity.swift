@@ -5,10 +5,11 @@ import ESPHomeAPI
 /// client and stable across restarts: Home Assistant keys its config entry on `mac_address` and raises a repair when
 /// it changes.
 package enum ProxyIdentity {
-    /// The proxy's features, as ESPHome numbers them: passive scanning, raw advertisements, scanner state and mode.
-    /// Active connections (2), remote caching (4), pairing (8) and cache clearing (16) are not offered yet: Home
-    /// Assistant then never asks this proxy for a connection.
-    package static let featureFlags: UInt32 = 1 | 32 | 64
+    /// The proxy's features, as ESPHome numbers them: passive scanning (1), active connections (2), remote caching (4:
+    /// Home Assistant caches services per address and writes CCCDs itself), cache clearing (16), raw advertisements
+    /// (32), scanner state and mode (64). Pairing (8) is not offered yet (Home Assistant's `pair()` then says so at
+    /// once), nor connection parameters (128: BlueZ's D-Bus API has none).
+    package static let featureFlags: UInt32 = 1 | 2 | 4 | 16 | 32 | 64
 
     /// `macAddress`: the bridge's first adapter's address (`firstAdapterAddress`).
     package static func session(settings: ESPHomeProxySettings, friendlyName: String, version: String,

@@ -12,6 +12,11 @@ public protocol GATTClient: Sendable {
     func pair(device path: String, timeout: Duration) async throws(BlueZError)
     func waitUntilServicesResolved(device path: String, timeout: Duration) async throws(BlueZError) -> GattTree
     func read(characteristic path: String) async throws(BlueZError) -> [UInt8]
+    /// Descriptors, for the Bluetooth proxy (Home Assistant reads and writes them by handle).
+    func read(descriptor path: String) async throws(BlueZError) -> [UInt8]
+    func write(descriptor path: String, _ value: [UInt8]) async throws(BlueZError)
+    /// The GATT objects BlueZ holds for the device now (after `waitUntilServicesResolved`).
+    func gattTree(device path: String) async -> GattTree
     func write(characteristic path: String, _ value: [UInt8], type: GattWriteType) async throws(BlueZError)
     /// `onValue` runs on whatever thread received the value (the D-Bus loop thread for BlueZ) and must not block; the
     /// bytes are lent, valid only during the call.
@@ -42,6 +47,14 @@ extension BlueZClient: GATTClient {
 
     public func write(characteristic path: String, _ value: [UInt8], type: GattWriteType) async throws(BlueZError) {
         try await writeValue(characteristic: path, value, type: type, offset: 0)
+    }
+
+    public func read(descriptor path: String) async throws(BlueZError) -> [UInt8] {
+        try await readDescriptor(path)
+    }
+
+    public func write(descriptor path: String, _ value: [UInt8]) async throws(BlueZError) {
+        try await writeDescriptor(path, value)
     }
 
     public func notifications(of path: String, preferAcquire: Bool,

@@ -72,6 +72,14 @@ final class FakeBlueZ: BluetoothPort, Sendable {
 
     func read(characteristic path: String) async throws(BlueZError) -> [UInt8] { [0] }
 
+    func read(descriptor path: String) async throws(BlueZError) -> [UInt8] { throw .notSupported }
+
+    func write(descriptor path: String, _ value: [UInt8]) async throws(BlueZError) { throw .notSupported }
+
+    func gattTree(device path: String) async -> GattTree {
+        (try? await waitUntilServicesResolved(device: path, timeout: .seconds(1))) ?? GattTree(services: [])
+    }
+
     func write(characteristic path: String, _ value: [UInt8], type: GattWriteType) async throws(BlueZError) {
         let device = String(path.dropLast("/service0001/char0004".count))
         state.withLock { $0.writes[device, default: []].append(value) }

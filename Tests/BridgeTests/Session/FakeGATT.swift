@@ -91,6 +91,14 @@ final class FakeGATT: GATTClient, Sendable {
         return GattTree(services: [service], characteristics: [notify, readWrite], descriptors: [])
     }
 
+    func read(descriptor path: String) async throws(BlueZError) -> [UInt8] { throw .notSupported }
+
+    func write(descriptor path: String, _ value: [UInt8]) async throws(BlueZError) { throw .notSupported }
+
+    func gattTree(device path: String) async -> GattTree {
+        (try? await waitUntilServicesResolved(device: path, timeout: .seconds(1))) ?? GattTree(services: [])
+    }
+
     func read(characteristic path: String) async throws(BlueZError) -> [UInt8] {
         let result = state.withLock { s -> Result<[UInt8], BlueZError> in
             s.reads += 1

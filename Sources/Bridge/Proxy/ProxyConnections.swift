@@ -1,0 +1,314 @@
+import BlueZ
+import Bluetooth
+import BridgeFeatureHost
+import ESPHomeAPI
+import ESPHomeServer
+import Logging
+
+/// The connections Home Assistant holds through the proxy: its requests about peripherals become work on each
+/// device's `ProxyLink`, run on child tasks of the feature's loop; what changes a slot (a connect's end, a lost link,
+/// a client gone) comes back to the loop as an `Outcome` and goes through `ProxyConnectionTable`. Answers go to the
+/// client that asked, from the task that did the work.
+///
+/// Devices of the config are the bridge's: a connect request for one is refused, and the proxy never disconnects one.
+struct ProxyConnections {
+    enum Outcome: Sendable {
+        case connected(UInt64, mtu: Int)
+        case failed(UInt64, error: Int32)
+        /// The client's disconnect finished, or an unpair removed the device.
+        case disconnected(UInt64)
+    }
+
+    static let connectTimeout: Duration = .seconds(20)
+    static let pairTimeout: Duration = .seconds(60)
+    /// What a link that went by itself reports (HCI's "remote user terminated connection"): the client only needs
+    /// to know it is gone.
+    static let linkLostError: Int32 = 0x13
+
+    let access: PeripheralAccess
+    let clients: ProxyClients
+    var configured: Set<UInt64>
+    let logger: Logger
+    let done: @Sendable (Outcome) -> Void
+    private var table: ProxyConnectionTable
+    private var links: [UInt64: ProxyLink] = [:]
+
+    init(access: PeripheralAccess, clients: ProxyClients, slots: Int, configured: Set<UInt64>, logger: Logger,
+         done: @escaping @Sendable (Outcome) -> Void) {
+        self.access = access
+        self.clients = clients
+        self.configured = configured
+        self.logger = logger
+        self.done = done
+        table = ProxyConnectionTable(slots: slots)
+        publishSlots()
+    }
+
+    mutating func handle(_ request: APIMessage, from client: APIClientID, group: inout DiscardingTaskGroup) {
+        let clients = self.clients
+        switch request {
+        case .bluetoothDeviceRequest(let address, let kind, _, _):
+            switch kind {
+            case .connect, .connectV3WithCache, .connectV3WithoutCache:
+                connect(address, for: client, group: &group)
+            case .disconnect:
+                disconnect(address, for: client, group: &group)
+            case .pair:
+                guard let link = link(address, of: client) else {
+                    return clients.send(.bluetoothDevicePairingResponse(address: address, paired: false,
+                                                                        error: ProxyGATTError.unlikely), to: client)
+                }
+                group.addTask {
+                    do throws(BlueZError) {
+                        try await link.pair(timeout: Self.pairTimeout)
+                        clients.send(.bluetoothDevicePairingResponse(address: address, paired: true, error: 0), to: client)
+                    } catch {
+                        clients.send(.bluetoothDevicePairingResponse(
+                            address: address, paired: false, error: ProxyGATTError(error, writing: true).code), to: client)
+                    }
+                }
+            case .unpair, .clearCache:
+                forget(address, unpair: kind == .unpair, for: client, group: &group)
+            default:
+                clients.send(.bluetoothDeviceConnectionResponse(address: address, connected: false, mtu: 0,
+                                                                error: ProxyGATTError.requestNotSupported), to: client)
+            }
+        case .bluetoothGATTGetServicesRequest(let address):
+            guard let link = link(address, of: client) else { return notConnected(address, 0, client) }
+            group.addTask {
+                // One message per service keeps each within the frame's bound however large the database.
+                for service in await link.services() {
+                    clients.send(.bluetoothGATTGetServicesResponse(address: address, services: [service]), to: client)
+                }
+                clients.send(.bluetoothGATTGetServicesDoneResponse(address: address), to: client)
+            }
+        case .bluetoothGATTReadRequest(let address, let handle),
+             .bluetoothGATTReadDescriptorRequest(let address, let handle):
+            guard let link = link(address, of: client) else { return notConnected(address, handle, client) }
+            let logger = self.logger
+            group.addTask {
+                do throws(ProxyGATTError) {
+                    let data = try await link.read(handle)
+                    clients.send(.bluetoothGATTReadResponse(address: address, handle: handle, data: data), to: client)
+                } catch {
+                    Self.report(error, address, handle, logger)
+                    clients.send(.bluetoothGATTErrorResponse(address: address, handle: handle, error: error.code),
+                                 to: client)
+                }
+            }
+        case .bluetoothGATTWriteRequest(let address, let handle, let response, let data):
+            write(address, handle, data, response: response, client, group: &group)
+        case .bluetoothGATTWriteDescriptorRequest(let address, let handle, let data):
+            write(address, handle, data, response: true, client, group: &group)
+        case .bluetoothGATTNotifyRequest(let address, let handle, let enable):
+            guard let link = link(address, of: client) else { return notConnected(address, handle, client) }
+            let logger = self.logger
+            group.addTask {
+                do throws(ProxyGATTError) {
+                    try await link.notify(handle, enable: enable, deliver: Self.deliverer(clients, address, client))
+                    clients.send(.bluetoothGATTNotifyResponse(address: address, handle: handle), to: client)
+                } catch {
+                    Self.report(error, address, handle, logger)
+                    clients.send(.bluetoothGATTErrorResponse(address: address, handle: handle, error: error.code),
+                                 to: client)
+                }
+            }
+        default:
+            clients.refuse(request, to: client)
+        }
+    }
+
+    /// BlueZ said the device's link is down: its client hears it once, its slot is free.
+    mutating func linkLost(_ address: UInt64, group: inout DiscardingTaskGroup) {
+        guard let entry = table.entry(address), entry.state != .connecting, let released = table.release(address)
+        else { return }
+        logger.info("proxy connection to \(BluetoothAddress(rawValue: address)) ended")
+        clients.send(.bluetoothDeviceConnectionResponse(
+            address: address, connected: false, mtu: 0,
+            error: released.state == .disconnecting ? 0 : Self.linkLostError), to: released.client)
+        end(address, group: &group)
+    }
+
+    mutating func finished(_ outcome: Outcome, group: inout DiscardingTaskGroup) {
+        switch outcome {
+        case .connected(let address, let mtu):
+            guard let entry = table.entry(address), entry.state == .connecting else { return }
+            table.connected(address, mtu: mtu)
+            logger.info("proxy connected \(BluetoothAddress(rawValue: address)) for Home Assistant")
+            clients.send(.bluetoothDeviceConnectionResponse(address: address, connected: true, mtu: UInt32(mtu),
+                                                            error: 0), to: entry.client)
+        case .failed(let address, let error):
+            guard let released = table.release(address) else { return }
+            clients.send(.bluetoothDeviceConnectionResponse(address: address, connected: false, mtu: 0, error: error),
+                         to: released.client)
+            end(address, group: &group)
+        case .disconnected(let address):
+            guard let released = table.release(address) else { return }
+            clients.send(.bluetoothDeviceConnectionResponse(address: address, connected: false, mtu: 0, error: 0),
+                         to: released.client)
+            end(address, group: &group)
+        }
+    }
+
+    /// A client left: its links are closed (as ESPHome closes a gone client's), nobody to tell.
+    mutating func clientLeft(_ client: APIClientID, group: inout DiscardingTaskGroup) {
+        for address in table.addresses(of: client) {
+            _ = table.release(address)
+            if let link = links.removeValue(forKey: address) { group.addTask { await link.disconnect() } }
+        }
+        publishSlots()
+    }
+
+    /// The proxy stops: every link is closed.
+    mutating func closeAll(group: inout DiscardingTaskGroup) {
+        for (address, link) in links {
+            _ = table.release(address)
+            group.addTask { await link.disconnect() }
+        }
+        links = [:]
+    }
+
+    private mutating func connect(_ address: UInt64, for client: APIClientID, group: inout DiscardingTaskGroup) {
+        let device = BluetoothAddress(rawValue: address)
+        if configured.contains(address) {
+            logger.warning("Home Assistant asked the proxy to connect \(device), a device of the bridge's config: refused")
+            return clients.send(.bluetoothDeviceConnectionResponse(address: address, connected: false, mtu: 0,
+                                                                   error: ProxyGATTError.writeNotPermitted), to: client)
+        }
+        if let entry = table.entry(address), entry.client == client, entry.state == .connected {
+            return clients.send(.bluetoothDeviceConnectionResponse(address: address, connected: true,
+                                                                   mtu: UInt32(entry.mtu), error: 0), to: client)
+        }
+        guard table.claim(address, for: client) else {
+            logger.info("proxy connect to \(device) refused: every connection slot is taken, or it is held already")
+            return clients.send(.bluetoothDeviceConnectionResponse(address: address, connected: false, mtu: 0,
+                                                                   error: ProxyGATTError.noResources), to: client)
+        }
+        publishSlots()
+        let link = ProxyLink(address: device, access: access)
+        links[address] = link
+        let done = self.done, logger = self.logger
+        group.addTask {
+            do throws(BlueZError) {
+                let mtu = try await link.connect(timeout: Self.connectTimeout)
+                done(.connected(address, mtu: mtu))
+            } catch {
+                logger.info("proxy connect to \(device) failed: \(error)")
+                await link.disconnect()
+                done(.failed(address, error: ProxyGATTError(error, writing: true).code))
+            }
+        }
+    }
+
+    private mutating func disconnect(_ address: UInt64, for client: APIClientID, group: inout DiscardingTaskGroup) {
+        guard let entry = table.entry(address), entry.client == client, let link = links[address] else {
+            // Not held (or another client's): nothing to end, and the client is told it is not connected.
+            return clients.send(.bluetoothDeviceConnectionResponse(address: address, connected: false, mtu: 0,
+                                                                   error: 0), to: client)
+        }
+        table.disconnecting(address)
+        let done = self.done
+        group.addTask {
+            await link.disconnect()
+            done(.disconnected(address))
+        }
+    }
+
+    /// Unpair (the bond and the cache) or clear the cache (the cache only: refused for a bonded device, whose bond
+    /// BlueZ keeps with its cache): both through `RemoveDevice`, after the link is closed.
+    private mutating func forget(_ address: UInt64, unpair: Bool, for client: APIClientID,
+                                 group: inout DiscardingTaskGroup) {
+        let device = BluetoothAddress(rawValue: address)
+        if configured.contains(address) {
+            return answerForget(address, unpair: unpair, success: false, error: ProxyGATTError.writeNotPermitted,
+                                client: client)
+        }
+        let link = table.entry(address)?.client == client ? links[address] : nil
+        if link != nil { table.disconnecting(address) }
+        let access = self.access, clients = self.clients, done = self.done
+        group.addTask {
+            await link?.disconnect()
+            if link != nil { done(.disconnected(address)) }
+            guard let info = await access.gatt.device(address: device, adapter: nil) else {
+                return Self.answerForget(clients, address, unpair: unpair, success: !unpair, error: 0, client: client)
+            }
+            if !unpair && (info.paired || info.bonded) {
+                return Self.answerForget(clients, address, unpair: false, success: false,
+                                         error: ProxyGATTError.requestNotSupported, client: client)
+            }
+            do throws(BlueZError) {
+                try await access.gatt.removeDevice(info.path)
+                Self.answerForget(clients, address, unpair: unpair, success: true, error: 0, client: client)
+            } catch {
+                Self.answerForget(clients, address, unpair: unpair, success: false,
+                                  error: ProxyGATTError(error, writing: true).code, client: client)
+            }
+        }
+    }
+
+    private func answerForget(_ address: UInt64, unpair: Bool, success: Bool, error: Int32, client: APIClientID) {
+        Self.answerForget(clients, address, unpair: unpair, success: success, error: error, client: client)
+    }
+
+    private static func answerForget(_ clients: ProxyClients, _ address: UInt64, unpair: Bool, success: Bool,
+                                     error: Int32, client: APIClientID) {
+        clients.send(unpair
+                     ? .bluetoothDeviceUnpairingResponse(address: address, success: success, error: error)
+                     : .bluetoothDeviceClearCacheResponse(address: address, success: success, error: error),
+                     to: client)
+    }
+
+    private mutating func write(_ address: UInt64, _ handle: UInt32, _ data: [UInt8], response: Bool,
+                                _ client: APIClientID, group: inout DiscardingTaskGroup) {
+        guard let link = link(address, of: client) else { return notConnected(address, handle, client) }
+        let clients = self.clients, logger = self.logger
+        group.addTask {
+            do throws(ProxyGATTError) {
+                try await link.write(handle, data, response: response,
+                                     deliver: Self.deliverer(clients, address, client))
+                if response {
+                    clients.send(.bluetoothGATTWriteResponse(address: address, handle: handle), to: client)
+                }
+            } catch {
+                Self.report(error, address, handle, logger)
+                clients.send(.bluetoothGATTErrorResponse(address: address, handle: handle, error: error.code),
+                             to: client)
+            }
+        }
+    }
+
+    /// The link `client` holds to `address`, connected; nil otherwise.
+    private func link(_ address: UInt64, of client: APIClientID) -> ProxyLink? {
+        guard let entry = table.entry(address), entry.client == client, entry.state == .connected else { return nil }
+        return links[address]
+    }
+
+    private func notConnected(_ address: UInt64, _ handle: UInt32, _ client: APIClientID) {
+        clients.send(.bluetoothGATTErrorResponse(address: address, handle: handle, error: ProxyGATTError.notConnected),
+                     to: client)
+    }
+
+    private mutating func end(_ address: UInt64, group: inout DiscardingTaskGroup) {
+        if let link = links.removeValue(forKey: address) { group.addTask { await link.dropSubscriptions() } }
+        publishSlots()
+    }
+
+    private func publishSlots() {
+        let table = self.table
+        clients.update { table.apply(to: &$0) }
+    }
+
+    /// Notifications' values, sent to the client as they arrive (on the D-Bus loop's thread, the server's own).
+    private static func deliverer(_ clients: ProxyClients, _ address: UInt64, _ client: APIClientID)
+        -> @Sendable (UInt32, [UInt8]) -> Void {
+        { handle, data in
+            clients.send(.bluetoothGATTNotifyDataResponse(address: address, handle: handle, data: data), to: client)
+        }
+    }
+
+    private static func report(_ error: ProxyGATTError, _ address: UInt64, _ handle: UInt32, _ logger: Logger) {
+        guard let message = error.message else { return }
+        logger.info("proxy GATT request failed: \(message)",
+                    metadata: ["address": "\(BluetoothAddress(rawValue: address))", "handle": "\(handle)"])
+    }
+}
