@@ -56,7 +56,8 @@ def test_device_info_names_the_proxy_its_address_and_features(proxy_bridge):
             assert info.manufacturer == "gattbridge"
             flags = info.bluetooth_proxy_feature_flags_compat(client.api_version)
             assert flags == (BluetoothProxyFeature.PASSIVE_SCAN | BluetoothProxyFeature.ACTIVE_CONNECTIONS
-                             | BluetoothProxyFeature.REMOTE_CACHING | BluetoothProxyFeature.CACHE_CLEARING
+                             | BluetoothProxyFeature.REMOTE_CACHING | BluetoothProxyFeature.PAIRING
+                             | BluetoothProxyFeature.CACHE_CLEARING
                              | BluetoothProxyFeature.RAW_ADVERTISEMENTS | BluetoothProxyFeature.FEATURE_STATE_AND_MODE)
             assert info.api_encryption_supported
             entities, services = await client.list_entities_services()

@@ -62,6 +62,14 @@ struct AgentRegistration: Sendable, Equatable {
                 devices[device.address] = .passkey(passkey)
             }
         }
+        // The Bluetooth proxy's passkeys (docs/home-assistant.md, "Bluetooth proxy"): Home Assistant pairs a device
+        // through the proxy, and the API has no way to carry a passkey; a device of the config keeps its own.
+        if config.esphomeProxy.enabled {
+            for (address, entry) in config.esphomeProxy.passkeys where devices[address] == nil {
+                guard let passkey = entry.number else { continue }
+                devices[address] = .passkey(passkey)
+            }
+        }
         policy = AgentPolicy(devices: devices)
         makeDefault = config.bluetooth.defaultAgent
     }

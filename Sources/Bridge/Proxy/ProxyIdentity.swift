@@ -6,10 +6,10 @@ import ESPHomeAPI
 /// it changes.
 package enum ProxyIdentity {
     /// The proxy's features, as ESPHome numbers them: passive scanning (1), active connections (2), remote caching (4:
-    /// Home Assistant caches services per address and writes CCCDs itself), cache clearing (16), raw advertisements
-    /// (32), scanner state and mode (64). Pairing (8) is not offered yet (Home Assistant's `pair()` then says so at
-    /// once), nor connection parameters (128: BlueZ's D-Bus API has none).
-    package static let featureFlags: UInt32 = 1 | 2 | 4 | 16 | 32 | 64
+    /// Home Assistant caches services per address and writes CCCDs itself), pairing (8: through the daemon's agent,
+    /// with `esphome_proxy.passkeys`), cache clearing (16), raw advertisements (32), scanner state and mode (64). Not
+    /// connection parameters (128): BlueZ's D-Bus API has none.
+    package static let featureFlags: UInt32 = 1 | 2 | 4 | 8 | 16 | 32 | 64
 
     /// `macAddress`: the bridge's first adapter's address (`firstAdapterAddress`).
     package static func session(settings: ESPHomeProxySettings, friendlyName: String, version: String,

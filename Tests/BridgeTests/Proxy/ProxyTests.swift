@@ -26,7 +26,7 @@ import Testing
         #expect(info.name == "living-room-pi" && info.friendlyName == "Living Room Pi")
         #expect(info.macAddress == "00:11:22:33:44:55" && info.bluetoothMacAddress == "00:11:22:33:44:55")
         #expect(info.projectName == "gattbridge.bridge" && info.projectVersion == "1.2.3")
-        #expect(info.bluetoothProxyFeatureFlags == 1 | 2 | 4 | 16 | 32 | 64)
+        #expect(info.bluetoothProxyFeatureFlags == 1 | 2 | 4 | 8 | 16 | 32 | 64)
         #expect(info.webserverPort == 8780 && info.apiEncryptionSupported)
         #expect(identity.apiMinor < 15)
     }

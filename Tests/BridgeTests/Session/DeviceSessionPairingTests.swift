@@ -157,6 +157,23 @@ import Testing
         #expect(registration.wanted && !registration.makeDefault)
     }
 
+    /// The Bluetooth proxy's passkeys join the policy while the proxy is on; a device of the config keeps its own.
+    @Test func theProxysPasskeysAreAnsweredWhileItIsOn() throws {
+        var config = BridgeConfig(devices: [
+            try device("lock", "C0:FF:EE:00:00:03", PairingConfig(mode: .passkey, passkey: Secret("000042"))),
+        ])
+        let file = SecretFile(path: "/etc/gattbridge/secrets/x.passkey", mode: 0o600)
+        config.esphomeProxy.passkeys = [
+            BluetoothAddress("C0:FF:EE:00:00:03")!: ProxyPasskey(passkey: Secret("123456"), file: file),
+            BluetoothAddress("C0:FF:EE:00:00:04")!: ProxyPasskey(passkey: Secret("654321"), file: file),
+        ]
+        #expect(AgentRegistration(config).policy.devices.count == 1)
+        config.esphomeProxy.enabled = true
+        #expect(AgentRegistration(config).policy.devices == [
+            BluetoothAddress("C0:FF:EE:00:00:03")!: .passkey(42), BluetoothAddress("C0:FF:EE:00:00:04")!: .passkey(654_321),
+        ])
+    }
+
     @Test func noPairingDeviceMeansNoAgentUnlessDefaultIsAsked() throws {
         var config = BridgeConfig(devices: [try device("plain", "C0:FF:EE:00:00:01", .none)])
         #expect(!AgentRegistration(config).wanted)
