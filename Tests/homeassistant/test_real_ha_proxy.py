@@ -70,6 +70,10 @@ def test_the_bridge_is_a_bluetooth_scanner_and_a_bthome_sensor_heard_through_it_
     loaded = wait_until(lambda: [e for e in entries(ha, "esphome") if e["state"] == "loaded"], 30,
                         lambda: f"the ESPHome entry never loaded: {entries(ha, 'esphome')}")[0]
     assert loaded["entry_id"] == entry["entry_id"]
+    config = ha.get(f"/api/diagnostics/config_entry/{entry['entry_id']}")["data"]["config"]
+    assert config["unique_id"] == CENTRAL_ADDRESS.lower(), config       # format_mac of the DeviceInfo's mac
+    assert (config["data"]["host"], config["data"]["port"], config["data"]["noise_psk"]) == \
+        ("127.0.0.1", proxy.port, "**REDACTED**"), config
 
     # Home Assistant's ESPHome integration lists the bridge as a Bluetooth scanner: its diagnostics show the scanner
     # registered with the Bluetooth manager under the bridge's address (async_scanner_by_source), and the devices
@@ -138,13 +142,31 @@ def test_the_bridge_is_a_bluetooth_scanner_and_a_bthome_sensor_heard_through_it_
         stray = [v for v in recorded if not any(math.isclose(v, s, abs_tol=1e-9) for s in sent)]
         assert stray == [], f"{entity_id}: Home Assistant recorded {stray}, never sent ({sent})"
 
+    # The bridge restarted: Home Assistant's ESPHome integration sees it go (the scanner unregistered), reconnects by
+    # itself (no mDNS here: its reconnect logic's retries), and the thermometer's new readings reach the sensors.
+    sensor.send({"cmd": "pause", "on": False})
+    temperature = sensors["temperature"]["entity_id"]
+    # While the bridge is away Home Assistant warns that it cannot connect, and (as the bridge closes its clients
+    # without the DisconnectRequest ESPHome sends on shutdown) of an "EOF received": that window is not checked below.
+    stopped = len(ha.process.stderr_lines)
+    assert proxy.bridge.process.stop(10) == 0, proxy.bridge.process.stderr[-2000:]
+    wait_until(lambda: scanner() is None, 30, "Home Assistant still lists the stopped bridge as a scanner")
+    proxy.bridge.process.start()
+    wait_until(scanner, 60, lambda: f"Home Assistant never reconnected to the bridge: {entries(ha, 'esphome')}")
+    back = len(ha.process.stderr_lines)
+    restarted = sensor.broadcasts()[-1]["n"]
+    wait_until(lambda: (s := ha.get(f"/api/states/{temperature}")) and number(s["state"]) in
+               [round(v, 2) for v in sent_values(sensor, "temperature", after=restarted)], 60,
+               lambda: f"{temperature} never showed a reading sent after the restart: "
+                       f"{ha.get(f'/api/states/{temperature}')}, sent {sent_values(sensor, 'temperature', restarted)}")
+
     # Heard only through the bridge: Home Assistant has no Bluetooth adapter of its own, found none to offer, and
     # nothing of the thermometer came over MQTT.
     assert entries(ha, "bluetooth") == [], entries(ha, "bluetooth")
     assert flows(ha, "bluetooth") == []
     assert [m.topic for m in proxy.mqtt.received() if THERMOMETER.replace(":", "") in m.topic.upper()] == []
 
-    complaints = [line for line in ha.process.stderr_lines[added:]
+    complaints = [line for line in ha.process.stderr_lines[added:stopped] + ha.process.stderr_lines[back:]
                   if any(f"[{name}" in line for name in ("homeassistant.components.esphome", "aioesphomeapi",
                                                           "bleak_esphome", "homeassistant.components.bthome"))
                   and (" WARNING " in line or " ERROR " in line)]
