@@ -5,10 +5,11 @@ the bench's broker; the bench, broker and daemon fixtures are the integration te
 
   home_assistant   factory: home_assistant() starts Home Assistant on the test's mosquitto and waits for its birth
                    message → HomeAssistant (`.entity_registry()`, `.device_registry()`, `.states(entity_id)`, `.stop()`)
-                   home_assistant(rest_api=True, system_bus=None, log_levels={…}) also loads `api`, `config` and
-                   `diagnostics` with an administrator's token pre-seeded in .storage/auth (`.get(path)`,
-                   `.post(path, body)`), and starts Home Assistant without the bench's system bus, so that its own
-                   Bluetooth integration finds no adapter (Tests/homeassistant/test_real_ha_proxy.py)
+                   options: rest_api=True also loads `api`, `config` and `diagnostics`, with an administrator's
+                   token pre-seeded in .storage/auth (`.get(path)`, `.post(path, body)`, `.command({"type": …})` on
+                   the websocket API); system_bus=ADDRESS replaces the bench's DBUS_SYSTEM_BUS_ADDRESS (an address
+                   where nothing listens: Home Assistant's own Bluetooth integration finds no adapter);
+                   log_levels={logger: level} (Tests/homeassistant/test_real_ha_proxy.py)
   proxy_bridge     the bridge with `esphome_proxy:` enabled, Tests/proxy/conftest.py's fixture
 """
 
