@@ -85,7 +85,7 @@ def test_the_bridge_is_a_bluetooth_scanner_and_a_bthome_sensor_heard_through_it_
     assert bluetooth["available"] is True, bluetooth
     assert bluetooth["scanner"]["source"] == CENTRAL_ADDRESS, bluetooth
     assert bluetooth["scanner"]["name"] == f"bench-proxy ({CENTRAL_ADDRESS})", bluetooth
-    assert bluetooth["scanner"]["connectable"] is False, bluetooth     # passive only: connections are not offered
+    assert bluetooth["scanner"]["connectable"] is True, bluetooth      # the proxy offers connections
     heard = wait_until(
         lambda: [d for d in (scanner() or {}).get("scanner", {}).get("discovered_devices_and_advertisement_data", [])
                  if d["address"] == THERMOMETER], 30, "the bridge's scanner never heard the thermometer")
@@ -107,7 +107,9 @@ def test_the_bridge_is_a_bluetooth_scanner_and_a_bthome_sensor_heard_through_it_
     # Home Assistant's Bluetooth manager says where it heard what it matched to bthome: the bridge's scanner.
     matched = [line for line in ha.process.stderr_lines if "[homeassistant.components.bluetooth.manager]" in line
                and f" {THERMOMETER} " in line and "match: {'bthome'}" in line]
-    assert matched and all(f"bench-proxy ({CENTRAL_ADDRESS}): {THERMOMETER} " in line for line in matched), matched
+    # ("[connectable]": the proxy offers connections.)
+    assert matched and all(f"bench-proxy ({CENTRAL_ADDRESS}) [connectable]: {THERMOMETER} " in line
+                           for line in matched), matched
     confirm = ha.post(f"/api/config/config_entries/flow/{discovered['flow_id']}", {})
     if confirm["type"] == "form":                           # bluetooth_confirm shown first: confirm it
         confirm = ha.post(f"/api/config/config_entries/flow/{discovered['flow_id']}", {})

@@ -74,6 +74,16 @@ package final class ProxyClients: APIServerDelegate, @unchecked Sendable {
         }
     }
 
+    /// Tells every client the proxy is going (as ESPHome's server does on shutdown), so Home Assistant takes the end
+    /// as expected and reconnects without a warning; call before the server stops (from any thread).
+    package func goodbye() {
+        host.execute { [self] in
+            for client in sessions.keys {
+                _server?.send(APIConnection.Message(APIMessage.disconnectRequest(reason: .unspecified)), to: client)
+            }
+        }
+    }
+
     /// The proxy's state changed (from any thread): sent to the clients subscribed to it.
     package func update(_ change: @escaping @Sendable (inout APISession.Status) -> Void) {
         host.execute { [self] in

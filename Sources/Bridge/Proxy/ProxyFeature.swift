@@ -83,6 +83,7 @@ package struct ProxyFeature: BridgeFeature {
             func stop() async {
                 connections?.closeAll(group: &group)
                 connections = nil
+                running?.clients.goodbye()
                 running?.server.stop()
                 await running?.announcer?.stop()
                 running = nil
