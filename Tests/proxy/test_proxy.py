@@ -381,3 +381,37 @@ def test_a_device_of_the_config_is_refused_and_keeps_its_values_flowing(peripher
     mqtt.wait_for(proxy.bridge.topic("desk-led", "led"), None, 10, since=mark)
     mqtt.wait_for(proxy.bridge.topic("desk-led", "availability"), lambda m: m.text == "online", 10)
     proxy.bridge.assert_running()
+
+
+def test_pair_unpair_and_clear_cache_through_the_proxy(peripheral, central, proxy_bridge):
+    peripheral("heart_rate", STRAP)
+    # BlueZoo pairs just-works when the default agent is NoInputNoOutput (the daemon's, asked to be the default).
+    proxy = proxy_bridge(default_agent=True)
+    proxy.bridge.process.wait_for_line("pairing agent registered", stream="stderr")
+
+    async def check():
+        client = proxy.client()
+        await client.connect(login=False)
+        flags = (await client.device_info()).bluetooth_proxy_feature_flags_compat(client.api_version)
+        link = Connection(client, STRAP, flags)
+        await link.connect()
+        paired = await client.bluetooth_device_pair(link.address)
+        assert (paired.paired, paired.error) == (True, 0)
+        assert central.device_property(STRAP, "Paired") is True
+        # A bonded device's cache goes only with its bond: clearing it alone is refused, unpairing does both.
+        cleared = await client.bluetooth_device_clear_cache(link.address)
+        assert not cleared.success and cleared.error != 0
+        unpaired = await client.bluetooth_device_unpair(link.address)
+        assert (unpaired.success, unpaired.error) == (True, 0)
+        await wait_for(lambda: any(not s[0] for s in link.states), "the link ended by the unpair")
+        # Heard again (BlueZ dropped the object): connect, then clear the cache of an unbonded device.
+        await wait_for(lambda: STRAP in central.devices(), "the strap heard again")
+        again = Connection(client, STRAP, flags)
+        await again.connect()
+        assert again.states[-1][0], again.states
+        await again.disconnect()
+        cleared = await client.bluetooth_device_clear_cache(again.address)
+        assert (cleared.success, cleared.error) == (True, 0)
+        await client.disconnect()
+    run(check())
+    proxy.bridge.assert_running()
