@@ -7,7 +7,7 @@ package enum PeripheralRefusal {
     /// ESP-IDF's `ESP_GATT_REQ_NOT_SUPPORTED`.
     package static let notSupported: Int32 = 0x06
 
-    package static func answers(to request: APIMessage) -> [APIMessage] {
+    package static func answers(to request: APIMessage, error notSupported: Int32 = notSupported) -> [APIMessage] {
         switch request {
         case .bluetoothDeviceRequest(let address, let kind, _, _):
             switch kind {

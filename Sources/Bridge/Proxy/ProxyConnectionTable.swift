@@ -8,7 +8,9 @@ import ESPHomeServer
 /// returns an entry once, so a lost link is reported once however many ways its end is learnt (the client's
 /// disconnect finishing, BlueZ's `Connected` turning false).
 struct ProxyConnectionTable {
-    enum State: Equatable { case connecting, connected, disconnecting }
+    /// `forgetting`: an unpair or a cache clear closes the link; its end is reported after the answer (aioesphomeapi
+    /// takes a connection change before it as the request's failure), so BlueZ's word of it is not taken.
+    enum State: Equatable { case connecting, connected, disconnecting, forgetting }
 
     struct Entry: Equatable {
         var client: APIClientID
@@ -39,8 +41,14 @@ struct ProxyConnectionTable {
         entries[address]?.mtu = mtu
     }
 
-    mutating func disconnecting(_ address: UInt64) {
-        entries[address]?.state = .disconnecting
+    /// A cache clear refused: the link it would have closed goes on.
+    mutating func resume(_ address: UInt64) {
+        guard entries[address]?.state == .forgetting else { return }
+        entries[address]?.state = .connected
+    }
+
+    mutating func disconnecting(_ address: UInt64, forgetting: Bool = false) {
+        entries[address]?.state = forgetting ? .forgetting : .disconnecting
     }
 
     /// Frees the address's slot; the entry it had, the first time only.

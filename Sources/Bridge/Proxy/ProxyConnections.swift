@@ -17,7 +17,15 @@ struct ProxyConnections {
         case failed(UInt64, error: Int32)
         /// The client's disconnect finished, or an unpair removed the device.
         case disconnected(UInt64)
+        /// A request of this client's is answered (`maxInFlight`).
+        case answered(APIClientID)
+        /// An unpair or cache clear answered: the link it `closed` ends now; one it left open goes on.
+        case forgotten(UInt64, closed: Bool)
     }
+
+    /// A client's requests being worked on at most; past it a request is answered at once with ESP-IDF's "no
+    /// resources": a client that floods requests holds this many tasks, never more.
+    static let maxInFlight = 16
 
     static let connectTimeout: Duration = .seconds(20)
     static let pairTimeout: Duration = .seconds(60)
@@ -32,6 +40,7 @@ struct ProxyConnections {
     let done: @Sendable (Outcome) -> Void
     private var table: ProxyConnectionTable
     private var links: [UInt64: ProxyLink] = [:]
+    private var inFlight: [APIClientID: Int] = [:]
 
     init(access: PeripheralAccess, clients: ProxyClients, slots: Int, configured: Set<UInt64>, logger: Logger,
          done: @escaping @Sendable (Outcome) -> Void) {
@@ -45,7 +54,16 @@ struct ProxyConnections {
     }
 
     mutating func handle(_ request: APIMessage, from client: APIClientID, group: inout DiscardingTaskGroup) {
-        let clients = self.clients
+        let clients = self.clients, done = self.done
+        if Self.isWork(request) {
+            guard inFlight[client, default: 0] < Self.maxInFlight else {
+                for answer in PeripheralRefusal.answers(to: request, error: ProxyGATTError.noResources) {
+                    clients.send(answer, to: client)
+                }
+                return
+            }
+            inFlight[client, default: 0] += 1
+        }
         switch request {
         case .bluetoothDeviceRequest(let address, let kind, _, _):
             switch kind {
@@ -55,10 +73,12 @@ struct ProxyConnections {
                 disconnect(address, for: client, group: &group)
             case .pair:
                 guard let link = link(address, of: client) else {
+                    answeredNow(client)
                     return clients.send(.bluetoothDevicePairingResponse(address: address, paired: false,
                                                                         error: ProxyGATTError.unlikely), to: client)
                 }
                 group.addTask {
+                    defer { done(.answered(client)) }
                     do throws(BlueZError) {
                         try await link.pair(timeout: Self.pairTimeout)
                         clients.send(.bluetoothDevicePairingResponse(address: address, paired: true, error: 0), to: client)
@@ -76,6 +96,7 @@ struct ProxyConnections {
         case .bluetoothGATTGetServicesRequest(let address):
             guard let link = link(address, of: client) else { return notConnected(address, 0, client) }
             group.addTask {
+                defer { done(.answered(client)) }
                 // One message per service keeps each within the frame's bound however large the database.
                 for service in await link.services() {
                     clients.send(.bluetoothGATTGetServicesResponse(address: address, services: [service]), to: client)
@@ -87,6 +108,7 @@ struct ProxyConnections {
             guard let link = link(address, of: client) else { return notConnected(address, handle, client) }
             let logger = self.logger
             group.addTask {
+                defer { done(.answered(client)) }
                 do throws(ProxyGATTError) {
                     let data = try await link.read(handle)
                     clients.send(.bluetoothGATTReadResponse(address: address, handle: handle, data: data), to: client)
@@ -104,6 +126,7 @@ struct ProxyConnections {
             guard let link = link(address, of: client) else { return notConnected(address, handle, client) }
             let logger = self.logger
             group.addTask {
+                defer { done(.answered(client)) }
                 do throws(ProxyGATTError) {
                     try await link.notify(handle, enable: enable, deliver: Self.deliverer(clients, address, client))
                     clients.send(.bluetoothGATTNotifyResponse(address: address, handle: handle), to: client)
@@ -120,8 +143,8 @@ struct ProxyConnections {
 
     /// BlueZ said the device's link is down: its client hears it once, its slot is free.
     mutating func linkLost(_ address: UInt64, group: inout DiscardingTaskGroup) {
-        guard let entry = table.entry(address), entry.state != .connecting, let released = table.release(address)
-        else { return }
+        guard let entry = table.entry(address), entry.state != .connecting, entry.state != .forgetting,
+              let released = table.release(address) else { return }
         logger.info("proxy connection to \(BluetoothAddress(rawValue: address)) ended")
         clients.send(.bluetoothDeviceConnectionResponse(
             address: address, connected: false, mtu: 0,
@@ -142,6 +165,11 @@ struct ProxyConnections {
             clients.send(.bluetoothDeviceConnectionResponse(address: address, connected: false, mtu: 0, error: error),
                          to: released.client)
             end(address, group: &group)
+        case .answered(let client):
+            answeredNow(client)
+        case .forgotten(let address, let closed):
+            guard closed else { return table.resume(address) }
+            finished(.disconnected(address), group: &group)
         case .disconnected(let address):
             guard let released = table.release(address) else { return }
             clients.send(.bluetoothDeviceConnectionResponse(address: address, connected: false, mtu: 0, error: 0),
@@ -152,6 +180,7 @@ struct ProxyConnections {
 
     /// A client left: its links are closed (as ESPHome closes a gone client's), nobody to tell.
     mutating func clientLeft(_ client: APIClientID, group: inout DiscardingTaskGroup) {
+        inFlight[client] = nil
         for address in table.addresses(of: client) {
             _ = table.release(address)
             if let link = links.removeValue(forKey: address) { group.addTask { await link.disconnect() } }
@@ -215,34 +244,43 @@ struct ProxyConnections {
     }
 
     /// Unpair (the bond and the cache) or clear the cache (the cache only: refused for a bonded device, whose bond
-    /// BlueZ keeps with its cache): both through `RemoveDevice`, after the link is closed.
+    /// BlueZ keeps with its cache): both through `RemoveDevice`, after the link is closed. The answer comes before the
+    /// link's end is reported, as ESPHome orders them.
     private mutating func forget(_ address: UInt64, unpair: Bool, for client: APIClientID,
                                  group: inout DiscardingTaskGroup) {
         let device = BluetoothAddress(rawValue: address)
         if configured.contains(address) {
+            answeredNow(client)
             return answerForget(address, unpair: unpair, success: false, error: ProxyGATTError.writeNotPermitted,
                                 client: client)
         }
         let link = table.entry(address)?.client == client ? links[address] : nil
-        if link != nil { table.disconnecting(address) }
         let access = self.access, clients = self.clients, done = self.done
+        let bonded = { () async -> Bool in
+            guard let info = await access.gatt.device(address: device, adapter: nil) else { return false }
+            return info.paired || info.bonded
+        }
+        if link != nil { table.disconnecting(address, forgetting: true) }
         group.addTask {
-            await link?.disconnect()
-            if link != nil { done(.disconnected(address)) }
-            guard let info = await access.gatt.device(address: device, adapter: nil) else {
-                return Self.answerForget(clients, address, unpair: unpair, success: !unpair, error: 0, client: client)
-            }
-            if !unpair && (info.paired || info.bonded) {
+            defer { done(.answered(client)) }
+            if !unpair, await bonded() {
+                if link != nil { done(.forgotten(address, closed: false)) }
                 return Self.answerForget(clients, address, unpair: false, success: false,
                                          error: ProxyGATTError.requestNotSupported, client: client)
             }
-            do throws(BlueZError) {
-                try await access.gatt.removeDevice(info.path)
-                Self.answerForget(clients, address, unpair: unpair, success: true, error: 0, client: client)
-            } catch {
-                Self.answerForget(clients, address, unpair: unpair, success: false,
-                                  error: ProxyGATTError(error, writing: true).code, client: client)
+            await link?.disconnect()
+            var result: (success: Bool, error: Int32) = (!unpair, 0)
+            if let info = await access.gatt.device(address: device, adapter: nil) {
+                do throws(BlueZError) {
+                    try await access.gatt.removeDevice(info.path)
+                    result = (true, 0)
+                } catch {
+                    result = (false, ProxyGATTError(error, writing: true).code)
+                }
             }
+            Self.answerForget(clients, address, unpair: unpair, success: result.success, error: result.error,
+                              client: client)
+            if link != nil { done(.forgotten(address, closed: true)) }
         }
     }
 
@@ -261,8 +299,9 @@ struct ProxyConnections {
     private mutating func write(_ address: UInt64, _ handle: UInt32, _ data: [UInt8], response: Bool,
                                 _ client: APIClientID, group: inout DiscardingTaskGroup) {
         guard let link = link(address, of: client) else { return notConnected(address, handle, client) }
-        let clients = self.clients, logger = self.logger
+        let clients = self.clients, logger = self.logger, done = self.done
         group.addTask {
+            defer { done(.answered(client)) }
             do throws(ProxyGATTError) {
                 try await link.write(handle, data, response: response,
                                      deliver: Self.deliverer(clients, address, client))
@@ -277,13 +316,30 @@ struct ProxyConnections {
         }
     }
 
+    private mutating func answeredNow(_ client: APIClientID) {
+        if let count = inFlight[client] { inFlight[client] = count > 1 ? count - 1 : nil }
+    }
+
+    /// Requests answered from a task of their own, counted in `inFlight` (connects and disconnects are bounded by the
+    /// slots instead).
+    static func isWork(_ request: APIMessage) -> Bool {
+        switch request {
+        case .bluetoothDeviceRequest(_, let kind, _, _): kind == .pair || kind == .unpair || kind == .clearCache
+        case .bluetoothGATTGetServicesRequest, .bluetoothGATTReadRequest, .bluetoothGATTReadDescriptorRequest,
+             .bluetoothGATTWriteRequest, .bluetoothGATTWriteDescriptorRequest, .bluetoothGATTNotifyRequest: true
+        default: false
+        }
+    }
+
     /// The link `client` holds to `address`, connected; nil otherwise.
     private func link(_ address: UInt64, of client: APIClientID) -> ProxyLink? {
         guard let entry = table.entry(address), entry.client == client, entry.state == .connected else { return nil }
         return links[address]
     }
 
-    private func notConnected(_ address: UInt64, _ handle: UInt32, _ client: APIClientID) {
+    /// Answers a request that found no link (counted in `inFlight` as it came, so uncounted here).
+    private mutating func notConnected(_ address: UInt64, _ handle: UInt32, _ client: APIClientID) {
+        answeredNow(client)
         clients.send(.bluetoothGATTErrorResponse(address: address, handle: handle, error: ProxyGATTError.notConnected),
                      to: client)
     }
