@@ -16,13 +16,7 @@ extension ConfigValidator {
         if let value = fields["enabled"], let enabled = bool(value, key: "enabled", context: context) {
             settings.enabled = enabled
         }
-        if let value = fields["listen"], let text = nonEmptyString(value, key: "listen", context: context) {
-            if let listen = WebListen.parse(text) {
-                settings.listen = listen
-            } else {
-                report(value, "listen in \(context) must be HOST:PORT or [IPv6]:PORT with a port 1-65535, got \"\(text)\"")
-            }
-        }
+        if let listen = listen(fields, context: context) { settings.listen = listen }
         if let value = fields["name"], let text = nonEmptyString(value, key: "name", context: context) {
             if ESPHomeProxySettings.isValidName(text) {
                 settings.name = text

@@ -9,13 +9,7 @@ extension ConfigValidator {
         if let value = fields["enabled"], let enabled = bool(value, key: "enabled", context: context) {
             settings.enabled = enabled
         }
-        if let value = fields["listen"], let text = nonEmptyString(value, key: "listen", context: context) {
-            if let listen = WebListen.parse(text) {
-                settings.listen = listen
-            } else {
-                report(value, "listen in web must be HOST:PORT or [IPv6]:PORT with a port 1-65535, got \"\(text)\"")
-            }
-        }
+        if let listen = listen(fields, context: context) { settings.listen = listen }
         if let value = fields["password_file"], let path = nonEmptyString(value, key: "password_file", context: context) {
             let resolved = TextFile.resolve(path, relativeTo: file)
             if let password = webPassword(value, resolved) {
@@ -57,6 +51,18 @@ extension ConfigValidator {
             }
             return Secret(password)
         }
+    }
+
+    /// A server's `listen` (the web page's, the ESPHome proxy's): nil when absent or not an address (reported).
+    mutating func listen(_ fields: MappingFields, context: String) -> WebListen? {
+        guard let value = fields["listen"], let text = nonEmptyString(value, key: "listen", context: context) else {
+            return nil
+        }
+        guard let listen = WebListen.parse(text) else {
+            report(value, "listen in \(context) must be HOST:PORT or [IPv6]:PORT with a port 1-65535, got \"\(text)\"")
+            return nil
+        }
+        return listen
     }
 }
 

@@ -147,8 +147,8 @@ public enum DropInStore {
         guard mkdir(path, 0o750) == 0 || errno == EEXIST else { throw failure("cannot create \(path)") }
     }
 
-    /// The rename itself is durable only once the directory is synced.
-    private static func syncDirectory(_ path: String) {
+    /// The rename itself is durable only once the directory is synced (the proxy's key file is made the same way).
+    static func syncDirectory(_ path: String) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }
         fsync(fd)

@@ -130,7 +130,7 @@ enum KeyFileWriter {
         close(fd)
         // link(2), unlike rename(2), fails on an existing target instead of replacing it.
         if link(temporary, path) == 0 {
-            syncDirectory(directory)
+            DropInStore.syncDirectory(directory)
             return true
         }
         if errno == EEXIST { return false }
@@ -138,15 +138,8 @@ enum KeyFileWriter {
         guard errno == EPERM || errno == EOPNOTSUPP, rename(temporary, path) == 0 else {
             throw failure("cannot create \(path)")
         }
-        syncDirectory(directory)
+        DropInStore.syncDirectory(directory)
         return true
-    }
-
-    private static func syncDirectory(_ path: String) {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        fsync(fd)
-        close(fd)
     }
 
     private static func failure(_ what: String) -> ESPHomeProxyKeyError {

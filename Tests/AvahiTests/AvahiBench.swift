@@ -7,6 +7,12 @@ final class AvahiBench: @unchecked Sendable {
     struct Failure: Error, CustomStringConvertible { var description: String }
 
     static let daemonPath = "/usr/sbin/avahi-daemon"
+    /// bench/avahi-daemon.conf, shared with the proxy's mDNS test (Tests/proxy).
+    static let configPath: String = {
+        var path = "\(#filePath)"
+        for _ in 0..<3 { path = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)]) }
+        return path + "/bench/avahi-daemon.conf"
+    }()
     static let browsePath = "/usr/bin/avahi-browse"
     static let publishPath = "/usr/bin/avahi-publish"
 
@@ -43,22 +49,6 @@ final class AvahiBench: @unchecked Sendable {
               </policy>
             </busconfig>
             """)
-        try Self.write(directory + "/avahi.conf", """
-            [server]
-            host-name=gattbridge-test
-            use-ipv4=yes
-            use-ipv6=no
-            allow-interfaces=lo
-            enable-dbus=yes
-            ratelimit-interval-usec=1000000
-            ratelimit-burst=1000
-            [wide-area]
-            enable-wide-area=no
-            [publish]
-            publish-hinfo=no
-            publish-workstation=no
-
-            """)
         let (pid, output) = try Self.spawn(["dbus-daemon", "--config-file=\(directory)/bus.conf", "--nofork", "--nopidfile",
                                             "--print-address=1"], environment: [], stderrToNull: true)
         busPID = pid
@@ -80,7 +70,7 @@ final class AvahiBench: @unchecked Sendable {
         precondition(avahiPID == 0)
         let script = "ip link set lo up && ip link set lo multicast on && mkdir -p /run/avahi-daemon && "
             + "mount -t tmpfs tmpfs /run/avahi-daemon && exec \(Self.daemonPath) --no-drop-root --no-chroot "
-            + "--no-rlimits --no-proc-title -f \(directory)/avahi.conf"
+            + "--no-rlimits --no-proc-title -f \(Self.configPath)"
         let (pid, output) = try Self.spawn(["unshare", "-m", "-n", "sh", "-c", script], environment: environment,
                                            stdoutTo: directory + "/avahi.log")
         close(output)
@@ -133,7 +123,7 @@ final class AvahiBench: @unchecked Sendable {
 
     deinit {
         stop()
-        for name in ["bus.conf", "avahi.conf", "bus", "avahi.log", "publish.log"] { unlink(directory + "/" + name) }
+        for name in ["bus.conf", "bus", "avahi.log", "publish.log"] { unlink(directory + "/" + name) }
         rmdir(directory)
     }
 

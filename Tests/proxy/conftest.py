@@ -118,21 +118,6 @@ def proxy_bridge(bench, mosquitto, mqtt, run_gattbridge, gattbridge_bin, tmp_pat
     return start
 
 
-AVAHI_CONF = """\
-[server]
-host-name=gattbridge-proxy-test
-use-ipv4=yes
-use-ipv6=no
-allow-interfaces=lo
-enable-dbus=yes
-ratelimit-interval-usec=1000000
-ratelimit-burst=1000
-[wide-area]
-enable-wide-area=no
-[publish]
-publish-hinfo=no
-publish-workstation=no
-"""
 
 
 class Avahi:
@@ -147,8 +132,7 @@ class Avahi:
         if os.geteuid() != 0:
             pytest.skip("the avahi bench needs root for its network namespace (unshare -m -n)")
         self.env = dict(bench.env, PATH="/usr/sbin:/usr/bin:/sbin:/bin")
-        conf = workdir / "avahi.conf"
-        conf.write_text(AVAHI_CONF)
+        conf = REPO / "bench" / "avahi-daemon.conf"
         script = ("ip link set lo up && ip link set lo multicast on && mkdir -p /run/avahi-daemon && "
                   "mount -t tmpfs tmpfs /run/avahi-daemon && exec avahi-daemon --no-drop-root --no-chroot "
                   f"--no-rlimits --no-proc-title -f {conf}")
