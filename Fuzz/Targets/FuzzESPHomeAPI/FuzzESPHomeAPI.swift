@@ -7,7 +7,8 @@ import FuzzSupport
 /// is kept beyond what arrived; a handshake message either fails or, only with the right key, authenticates; a
 /// forged transport message never opens and leaves the nonce counter where it was. And a message payload of any type
 /// (the type from two bytes): it decodes or is refused without trapping, and what decodes comes back unchanged from
-/// its own encoding.
+/// its own encoding. And a whole connection fed the bytes in pieces, plaintext and with a key: nothing passes the
+/// handshake without the key, nothing is read after a close, nothing beyond a frame is kept.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzESPHomeAPI(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     var input = FuzzInput(data, size)
@@ -66,6 +67,35 @@ public func fuzzESPHomeAPI(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 
             require(receive.counter == 0, "a failed open moved the counter")
         }
         require(receive.open(genuine) == Array(rest.prefix(8)), "the genuine message did not open after forgeries")
+    default where (mode / 4) % 2 == 1:
+        // A whole connection (frames, the handshake, the session) fed what a hostile client sends, in pieces.
+        let identity = APIConnection.Identity(name: "fuzz", macAddress: "00:00:00:00:00:01")
+        for security in [APIConnection.Security.plaintext, .noise(psk: [UInt8](repeating: 0x5A, count: 32))] {
+            var connection = APIConnection(security: security, identity: identity,
+                                           ephemeral: [UInt8](repeating: 7, count: 32))
+            var session = APISession(identity: APISession.Identity(name: "fuzz", serverInfo: "fuzz",
+                                                                   deviceInfo: APIMessage.DeviceInfo()))
+            var closed = false
+            var index = 0
+            let step = Int(mode / 8) + 1
+            while index < rest.count {
+                let end = min(index + step, rest.count)
+                let output = connection.receive(rest[index..<end])
+                require(!closed || output == APIConnection.Output(), "a closed connection went on")
+                if case .noise = security {
+                    // Only the key opens the session: nothing made without it is ever a message.
+                    require(output.messages.isEmpty, "a message came through a handshake made without the key")
+                }
+                require(connection.pendingBytes <= APIFrameReader.maxPayload + 16, "kept more than a frame")
+                for message in output.messages {
+                    if let decoded = APIMessage.decode(type: UInt16(clamping: message.type), payload: message.payload) {
+                        _ = session.receive(decoded, status: APISession.Status())
+                    }
+                }
+                closed = closed || output.closing != nil
+                index = end
+            }
+        }
     default:
         let type = UInt16(rest.first ?? 0) << 8 | UInt16(rest.dropFirst().first ?? 0)
         if let message = APIMessage.decode(type: type, payload: Array(rest.dropFirst(2))) {
