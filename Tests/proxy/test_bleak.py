@@ -21,10 +21,10 @@ from bleak_esphome import connect_scanner
 from bleak_esphome.backend.client import ESPHomeClient
 from bleak_esphome.backend.scanner import ESPHomeScanner
 from bluetooth_adapters import BluetoothAdapters
-import habluetooth
 import habluetooth.manager
 from habluetooth import BluetoothManager, HaBleakClientWrapper, get_manager, set_manager
 from habluetooth.central_manager import CentralBluetoothManager
+from habluetooth.usage import uninstall_multiple_bleak_catcher
 
 from bench.bench import CENTRAL_ADDRESS
 from bench.peripherals import heart_rate, led
@@ -134,6 +134,7 @@ def no_local_bluetooth(monkeypatch):
         monkeypatch.setenv("DBUS_SYSTEM_BUS_ADDRESS", NOWHERE)
     yield isolate
     CentralBluetoothManager.manager = None
+    uninstall_multiple_bleak_catcher()   # bleak's own classes for whatever runs next in this process
 
 
 @contextlib.asynccontextmanager
@@ -168,8 +169,11 @@ def bleak_esphome_complaints(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name.startswith("bleak_esphome") and r.levelno >= logging.WARNING]
 
 
-def test_an_unmodified_bleak_client_reads_notifies_and_writes_through_the_proxy(peripheral, proxy_bridge,
+def test_an_unmodified_bleak_client_reads_notifies_and_writes_through_the_proxy(bluez, peripheral, proxy_bridge,
                                                                               no_local_bluetooth, caplog):
+    # As a radio would hear them (BlueZoo's own 0 is no RSSI to Home Assistant's path scoring).
+    bluez.set_rssi(CENTRAL_ADDRESS, STRAP, -58)
+    bluez.set_rssi(CENTRAL_ADDRESS, LAMP, -64)
     proxy = proxy_bridge(name="bench-proxy")
     no_local_bluetooth()
     caplog.set_level(logging.DEBUG, logger="bleak_esphome")
@@ -187,7 +191,7 @@ def test_an_unmodified_bleak_client_reads_notifies_and_writes_through_the_proxy(
 
             # Heard through the proxy's raw advertisements, as an integration's discovery sees it.
             heard = await wait_for(lambda: manager.discovered.get(STRAP), "the strap heard through the proxy")
-            assert heard.source == CENTRAL_ADDRESS and heard.connectable
+            assert heard.source == CENTRAL_ADDRESS and heard.connectable and heard.rssi == -58
             assert heard.name == heart_rate.DEFAULT_NAME
             assert full_uuid(heart_rate.HEART_RATE_SERVICE) in heard.service_uuids
             await wait_for(lambda: manager.async_ble_device_from_address(LAMP, True), "the lamp heard")
@@ -213,8 +217,14 @@ def test_an_unmodified_bleak_client_reads_notifies_and_writes_through_the_proxy(
             assert values[:3] == [heart_rate.encoded(i) for i in range(3)]
             await asyncio.wait_for(client.stop_notify(measurement), TIMEOUT)
 
-            lamp_client = bleak.BleakClient(LAMP, timeout=TIMEOUT)
-            await asyncio.wait_for(lamp_client.connect(), TIMEOUT)
+            # Most integrations connect as bleak-retry-connector's docs say: the BLEDevice Home Assistant offers,
+            # establish_connection and its client class, which habluetooth wrapped too.
+            import bleak_retry_connector
+            lamp_device = manager.async_ble_device_from_address(LAMP, True)
+            lamp_client = await asyncio.wait_for(bleak_retry_connector.establish_connection(
+                bleak_retry_connector.BleakClientWithServiceCache, lamp_device, led.DEFAULT_NAME, max_attempts=1),
+                TIMEOUT)
+            assert isinstance(lamp_client, HaBleakClientWrapper) and isinstance(lamp_client._backend, ESPHomeClient)
             await wait_for(lambda: allocations(manager) == (SLOTS - 2, SLOTS, sorted([STRAP, LAMP])),
                            "two slots taken")
             assert await asyncio.wait_for(lamp_client.read_gatt_char(led.CHARACTERISTIC), TIMEOUT) == b"\x00"
