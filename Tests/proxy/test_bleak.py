@@ -245,11 +245,8 @@ def test_an_unmodified_bleak_client_reads_notifies_and_writes_through_the_proxy(
     assert bleak_esphome_complaints(caplog) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the bridge forwards a device only when BlueZ reports it (InterfacesAdded, or PropertiesChanged of RSSI/data) and "
-    "keeps nothing for a client that subscribes later: a device whose advertisement does not change (name and "
-    "service UUIDs only; bluetoothd signals RSSI only on a change of 8 dBm or more) is never offered to a new Home "
-    "Assistant session, where an ESPHome proxy forwards every packet it hears"))
+# BlueZ reports a device again only when what it advertises changes (or its RSSI moves 8 dBm): the bridge sends a
+# client that subscribes what is around now (Sources/Bridge/Proxy/AdvertisementCache.swift).
 def test_a_device_heard_before_home_assistant_restarts_is_offered_to_its_new_session(bluez, peripheral, proxy_bridge,
                                                                                    no_local_bluetooth):
     bluez.set_rssi(CENTRAL_ADDRESS, LAMP, -64)

@@ -41,7 +41,9 @@ extension AdapterMachine {
         case .deviceRemoved(let path, let address):
             out.append(.sessionDevice(address, event))
             let adapter = Self.adapterPath(ofDevice: path)
-            if world.rawAdvertisements { out.append(.link(address: address, adapter: adapter, connected: false)) }
+            if world.rawAdvertisements {
+                out += [.link(address: address, adapter: adapter, connected: false), .unheard(address)]
+            }
             adapterSet.lostSight(address, adapter: Self.name(ofAdapter: adapter))
             if world.fleet.isFleet, adapterSet.uses(adapterPath: adapter), let device = Self.passiveDevice(address, world),
                let tell = passiveSightings.lost(device.name, adapter: adapter, now: now) {

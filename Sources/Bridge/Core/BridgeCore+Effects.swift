@@ -83,6 +83,8 @@ extension BridgeCore {
             host.emit(.advertisement(advertisement))
         case .link(let address, let adapter, let connected):
             host.emit(.link(address: address, adapter: adapter, connected: connected))
+        case .unheard(let address):
+            host.emit(.unheard(address))
         case .passiveHeard(let device, let rssi):
             store.update { $0.updateDevice(device) { $0.rssi = rssi ?? $0.rssi; $0.lastSeen = .now } }
         case .sighting(let device, let rssi):

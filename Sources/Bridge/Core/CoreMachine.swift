@@ -102,6 +102,8 @@ struct CoreMachine: Sendable {
         case advertisement(HeardAdvertisement)
         /// A device's link came or went, for the Bluetooth proxy.
         case link(address: BluetoothAddress, adapter: String, connected: Bool)
+        /// A device object went, for the Bluetooth proxy.
+        case unheard(BluetoothAddress)
         /// A passive device was heard (the read model's RSSI and last seen).
         case passiveHeard(device: String, rssi: Int?)
         /// Fleet: this bridge's sighting of a device (nil: unseen).

@@ -56,6 +56,8 @@ public indirect enum CoreEvent: Sendable {
     /// The Bluetooth proxy: a device's `Connected` turned (BlueZ's word on any link, the proxy's own included), or
     /// the device object went (`connected` false); to the same features as `advertisement`.
     case link(address: BluetoothAddress, adapter: String, connected: Bool)
+    /// The Bluetooth proxy: BlueZ dropped the device's object (not heard for a while, or removed); to the same features.
+    case unheard(BluetoothAddress)
     /// Passive (docs/adverts.md, "Re-arming"): the bridge API's `device/rearm`: the device's encryption counters are
     /// to be believed from their next value on.
     case rearm(DeviceConfig)

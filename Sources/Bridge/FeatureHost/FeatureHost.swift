@@ -84,7 +84,7 @@ package final class FeatureHost: Sendable {
         switch event {
         case .broadcast:
             for outlet in state.withLock({ $0.broadcastOutlets }) { outlet.yield(delivery) }
-        case .advertisement, .link:
+        case .advertisement, .link, .unheard:
             for outlet in state.withLock({ $0.advertisementOutlets }) { outlet.yield(delivery) }
         default:
             for outlet in state.withLock({ $0.outlets }) { outlet.yield(delivery) }

@@ -16,6 +16,8 @@ package final class ProxyClients: APIServerDelegate, @unchecked Sendable {
     /// thread, must not block.
     private let peripheralRequest: @Sendable (APIClientID, APIMessage) -> Void
     private let clientLeft: @Sendable (APIClientID) -> Void
+    /// A client subscribed to advertisements (the feature sends it what is around now).
+    private let subscribed: @Sendable (APIClientID) -> Void
     /// Clients subscribed to advertisements: the feature builds none while it is 0.
     private let listening = Atomic<Int>(0)
 
@@ -36,12 +38,14 @@ package final class ProxyClients: APIServerDelegate, @unchecked Sendable {
 
     package init(host: any LoopHost, identity: APISession.Identity, status: APISession.Status, logger: Logger,
                  peripheralRequest: @escaping @Sendable (APIClientID, APIMessage) -> Void = { _, _ in },
-                 clientLeft: @escaping @Sendable (APIClientID) -> Void = { _ in }) {
+                 clientLeft: @escaping @Sendable (APIClientID) -> Void = { _ in },
+                 subscribed: @escaping @Sendable (APIClientID) -> Void = { _ in }) {
         self.host = host
         self.identity = identity
         self.logger = logger
         self.peripheralRequest = peripheralRequest
         self.clientLeft = clientLeft
+        self.subscribed = subscribed
         _status = status
     }
 
@@ -116,6 +120,7 @@ package final class ProxyClients: APIServerDelegate, @unchecked Sendable {
             listening.wrappingAdd(session.wantsAdvertisements ? 1 : -1, ordering: .relaxed)
         }
         perform(actions, for: client)
+        if session.wantsAdvertisements && !wasListening { subscribed(client) }
     }
 
     package func clientClosed(_ client: APIClientID, reason: APIServerCloseReason?) {

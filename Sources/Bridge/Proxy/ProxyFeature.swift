@@ -42,6 +42,8 @@ package struct ProxyFeature: BridgeFeature {
         case event(CoreEvent)
         case request(APIClientID, APIMessage)
         case clientLeft(APIClientID)
+        case subscribed(APIClientID)
+        case refresh
         case flush(Int)
         case retry(Int)
         case connection(ProxyConnections.Outcome)
@@ -64,6 +66,8 @@ package struct ProxyFeature: BridgeFeature {
         var waiting: ProxyPlan?
         var attempt = 0
         var batch = AdvertisementBatch()
+        var cache = AdvertisementCache()
+        var refreshing = false
         var flushes = 0
         var connections: ProxyConnections?
 
@@ -83,6 +87,7 @@ package struct ProxyFeature: BridgeFeature {
             func stop() async {
                 connections?.closeAll(group: &group)
                 connections = nil
+                cache.clear()
                 running?.clients.goodbye()
                 running?.server.stop()
                 await running?.announcer?.stop()
@@ -116,7 +121,8 @@ package struct ProxyFeature: BridgeFeature {
                 let security: APIConnection.Security = key.map { .noise(psk: $0.bytes) } ?? .plaintext
                 let clients = ProxyClients(host: host, identity: plan.identity, status: plan.status, logger: logger,
                                            peripheralRequest: { input.yield(.request($0, $1)) },
-                                           clientLeft: { input.yield(.clientLeft($0)) })
+                                           clientLeft: { input.yield(.clientLeft($0)) },
+                                           subscribed: { input.yield(.subscribed($0)) })
                 let server = APIServer(listen: plan.listen, security: security,
                                        identity: APIConnection.Identity(name: plan.settings.name,
                                                                         macAddress: plan.macAddress),
@@ -164,9 +170,11 @@ package struct ProxyFeature: BridgeFeature {
                     }
                     await reconcile()
                 case .event(.advertisement(let heard)):
-                    guard let clients = running?.clients, clients.anyoneListening else { break }
+                    guard let clients = running?.clients else { break }
                     let raw = APIMessage.RawAdvertisement(address: heard.address.rawValue, rssi: Int32(heard.rssi),
                                                           addressType: heard.isRandom ? 1 : 0, data: heard.data)
+                    cache.heard(raw)
+                    guard clients.anyoneListening else { break }
                     let first = batch.isEmpty
                     if let full = batch.add(raw) {
                         clients.publish(full)
@@ -176,6 +184,8 @@ package struct ProxyFeature: BridgeFeature {
                     }
                 case .event(.link(let address, _, let connected)):
                     if !connected { connections?.linkLost(address.rawValue, group: &group) }
+                case .event(.unheard(let address)):
+                    cache.forget(address.rawValue)
                 case .event(.stopping):
                     await stop()
                     group.cancelAll()
@@ -196,6 +206,22 @@ package struct ProxyFeature: BridgeFeature {
                     }
                 case .clientLeft(let client):
                     connections?.clientLeft(client, group: &group)
+                case .subscribed(let client):
+                    // What is around now, which BlueZ will not report again until it changes.
+                    for batch in cache.batches {
+                        running?.clients.send(.bluetoothLERawAdvertisementsResponse(batch), to: client)
+                    }
+                    if !refreshing {
+                        refreshing = true
+                        after(AdvertisementCache.refreshInterval, .refresh)
+                    }
+                case .refresh:
+                    guard let clients = running?.clients, clients.anyoneListening else {
+                        refreshing = false
+                        break
+                    }
+                    for batch in cache.batches { clients.publish(batch) }
+                    after(AdvertisementCache.refreshInterval, .refresh)
                 case .connection(let outcome):
                     connections?.finished(outcome, group: &group)
                 }

@@ -89,3 +89,32 @@ import Testing
 
     struct WriteFailed: Error {}
 }
+
+/// What the proxy replays to a client that subscribes, and refreshes (Sources/Bridge/Proxy/AdvertisementCache.swift).
+@Suite struct AdvertisementCacheTests {
+    static func advert(_ address: UInt64, rssi: Int32 = -60) -> APIMessage.RawAdvertisement {
+        APIMessage.RawAdvertisement(address: address, rssi: rssi, addressType: 0, data: [2, 1, 6])
+    }
+
+    @Test func theLastOfEachDeviceInBatchesOfSixteenOldestFirst() {
+        var cache = AdvertisementCache(limit: 100)
+        for address in 1...20 { cache.heard(Self.advert(UInt64(address))) }
+        cache.heard(Self.advert(1, rssi: -40))
+        let batches = cache.batches
+        #expect(batches.map(\.count) == [16, 4])
+        #expect(batches.flatMap { $0 }.map(\.address) == Array(2...20).map(UInt64.init) + [1])
+        #expect(batches.last?.last?.rssi == -40)
+    }
+
+    @Test func aDeviceBlueZDroppedIsForgottenAndTheBoundEvictsTheOldest() {
+        var cache = AdvertisementCache(limit: 3)
+        for address in 1...3 { cache.heard(Self.advert(UInt64(address))) }
+        cache.heard(Self.advert(1))
+        cache.heard(Self.advert(4))
+        #expect(cache.count == 3)
+        #expect(cache.batches.flatMap { $0 }.map(\.address) == [3, 1, 4])
+        cache.forget(3)
+        cache.forget(99)
+        #expect(cache.batches.flatMap { $0 }.map(\.address) == [1, 4])
+    }
+}
