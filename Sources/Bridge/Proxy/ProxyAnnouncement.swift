@@ -29,7 +29,8 @@ enum ProxyAnnouncement {
         defer { fclose(file) }
         var line = [CChar](repeating: 0, count: 512)
         while fgets(&line, Int32(line.count), file) != nil {
-            let fields = String(cString: line).split(whereSeparator: { $0 == "\t" || $0 == " " })
+            let text = line.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            let fields = text.split(whereSeparator: { $0 == "\t" || $0 == " " })
             // Iface, Destination (00000000 is the default route), …
             guard fields.count > 1, fields[1] == "00000000" else { continue }
             return access("\(sysfs)/\(fields[0])/wireless", F_OK) == 0 ? "wifi" : "ethernet"
