@@ -67,7 +67,7 @@ public func fuzzESPHomeAPI(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 
             require(receive.counter == 0, "a failed open moved the counter")
         }
         require(receive.open(genuine) == Array(rest.prefix(8)), "the genuine message did not open after forgeries")
-    default where (mode / 4) % 2 == 1:
+    case 3 where (mode / 4) % 2 == 1:
         // A whole connection (frames, the handshake, the session) fed what a hostile client sends, in pieces.
         let identity = APIConnection.Identity(name: "fuzz", macAddress: "00:00:00:00:00:01")
         for security in [APIConnection.Security.plaintext, .noise(psk: [UInt8](repeating: 0x5A, count: 32))] {
