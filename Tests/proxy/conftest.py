@@ -8,7 +8,7 @@ The venv is .venv-proxy (scripts/proxy/setup.sh): the bench's requirements and a
 habluetooth, pinned. The bench fixtures are the integration tier's (Tests/integration/conftest.py), loaded from there;
 on top of them:
   proxy_bridge  factory: proxy_bridge(encryption=True, devices=[], adverts=False, key_file=True, name=None,
-                default_agent=False) → ProxyBridge:
+                default_agent=False, max_connections=None) → ProxyBridge:
                 mosquitto and `gattbridge run` with `esphome_proxy: {enabled, listen, encryption,
                 encryption_key_file}` on hci0; `.port`, `.key` (base64, None in plaintext), `.bridge`, `.mqtt`,
                 `.client(**kw)` (an aioesphomeapi APIClient for it)
@@ -76,7 +76,8 @@ def _listening(port: int) -> bool:
 @pytest.fixture
 def proxy_bridge(bench, mosquitto, mqtt, run_gattbridge, gattbridge_bin, tmp_path):
     def start(encryption: bool = True, devices: Optional[list[dict]] = None, adverts: bool = False,
-              key_file: bool = True, name: Optional[str] = None, default_agent: bool = False) -> ProxyBridge:
+              key_file: bool = True, name: Optional[str] = None, default_agent: bool = False,
+              max_connections: Optional[int] = None) -> ProxyBridge:
         port = free_port()
         proxy: dict[str, Any] = {"enabled": True, "listen": f"127.0.0.1:{port}", "encryption": encryption}
         key = None
@@ -93,7 +94,9 @@ def proxy_bridge(bench, mosquitto, mqtt, run_gattbridge, gattbridge_bin, tmp_pat
             "mqtt": {"host": "127.0.0.1", "port": mosquitto.port,
                      "client_id": f"gattbridge-proxy-{time.monotonic_ns()}", "base_topic": BASE, "keepalive": 10},
             "homeassistant": {"enabled": False},
-            "bluetooth": {"adapters": ["hci0"], "default_agent": default_agent},
+            "bluetooth": {"adapters": [{"name": "hci0", "max_connections": max_connections}
+                                       if max_connections is not None else "hci0"],
+                          "default_agent": default_agent},
             "state_dir": str(state_dir),
             "adverts": {"enabled": adverts},
             "esphome_proxy": proxy,

@@ -462,3 +462,38 @@ def test_a_flood_of_requests_is_answered_every_one_within_the_bound(peripheral, 
         await client.disconnect()
     run(check())
     proxy.bridge.assert_running()
+
+
+def test_an_adapters_max_connections_caps_the_proxy_with_the_bridges_own(peripheral, proxy_bridge, mqtt):
+    peripheral("heart_rate", STRAP)
+    lamp = peripheral("led", LAMP)
+    lamp.wait_for({"event": "state", "led": "00"})
+    other = peripheral("led", "C0:FF:EE:00:44:03")
+    other.wait_for({"event": "state", "led": "00"})
+    # hci0 takes 2: the bridge's own lamp holds one, so the proxy gets one of its three slots' worth.
+    proxy = proxy_bridge(max_connections=2, devices=[
+        device("desk-led", LAMP, [channel("led", f"{led.SERVICE}/{led.CHARACTERISTIC}", "hex", mode="read",
+                                          interval=5)])])
+    proxy.bridge.wait_online(mqtt, "desk-led")
+
+    async def check():
+        client = proxy.client()
+        await client.connect(login=False)
+        flags = (await client.device_info()).bluetooth_proxy_feature_flags_compat(client.api_version)
+        heard: set = set()
+        client.subscribe_bluetooth_le_raw_advertisements(
+            lambda response: heard.update(a.address for a in response.advertisements))
+        await wait_for(lambda: {address_int(STRAP), address_int("C0:FF:EE:00:44:03")} <= heard, "both heard")
+        first = Connection(client, STRAP, flags)
+        await first.connect()
+        assert first.states[-1][0], first.states
+        second = Connection(client, "C0:FF:EE:00:44:03", flags)
+        await second.connect()
+        assert second.states[-1] == (False, 0, 0x80), second.states
+        await first.disconnect()
+        await second.connect()
+        assert second.states[-1][0], second.states
+        await second.disconnect()
+        await client.disconnect()
+    run(check())
+    proxy.bridge.assert_running()

@@ -13,7 +13,7 @@ struct AdvertisementCache {
 
     let limit: Int
     /// Each device's last advertisement and when it was heard, as a count (the cache's own clock).
-    private var latest: [UInt64: (advertisement: APIMessage.RawAdvertisement, heard: UInt64)] = [:]
+    private var latest: [UInt64: (advertisement: APIMessage.RawAdvertisement, heard: UInt64, adapter: String)] = [:]
     private var clock: UInt64 = 0
 
     init(limit: Int = 512) {
@@ -23,13 +23,17 @@ struct AdvertisementCache {
     var count: Int { latest.count }
 
     /// One dictionary write per advertisement; the walk for the oldest only when a new device finds the cache full.
-    mutating func heard(_ advertisement: APIMessage.RawAdvertisement) {
+    /// `adapter`: the name of the adapter that heard it (`hci0`).
+    mutating func heard(_ advertisement: APIMessage.RawAdvertisement, adapter: String = "") {
         clock += 1
-        latest[advertisement.address] = (advertisement, clock)
+        latest[advertisement.address] = (advertisement, clock, adapter)
         if latest.count > limit, let oldest = latest.min(by: { $0.value.heard < $1.value.heard })?.key {
             latest[oldest] = nil
         }
     }
+
+    /// The adapter that last heard the device (where BlueZ will connect it).
+    func adapter(of address: UInt64) -> String? { latest[address]?.adapter }
 
     mutating func forget(_ address: UInt64) {
         latest[address] = nil

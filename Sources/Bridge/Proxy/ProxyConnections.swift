@@ -41,6 +41,12 @@ struct ProxyConnections {
     private var table: ProxyConnectionTable
     private var links: [UInt64: ProxyLink] = [:]
     private var inFlight: [APIClientID: Int] = [:]
+    /// Connections each adapter (by name) may still take beside the bridge's own devices online through it: its
+    /// `max_connections` caps both (docs/adapters.md); unknown adapters are not capped here (BlueZ refuses past the
+    /// controller's own limit).
+    var adapterRoom: [String: Int] = [:]
+    /// The adapter each link was made through, as far as known.
+    private var linkAdapters: [UInt64: String] = [:]
 
     init(access: PeripheralAccess, clients: ProxyClients, slots: Int, configured: Set<UInt64>, logger: Logger,
          done: @escaping @Sendable (Outcome) -> Void) {
@@ -53,7 +59,9 @@ struct ProxyConnections {
         publishSlots()
     }
 
-    mutating func handle(_ request: APIMessage, from client: APIClientID, group: inout DiscardingTaskGroup) {
+    /// `adapter`: where the device was last heard, for a connect.
+    mutating func handle(_ request: APIMessage, from client: APIClientID, adapter: String? = nil,
+                         group: inout DiscardingTaskGroup) {
         let clients = self.clients, done = self.done
         if Self.isWork(request) {
             guard inFlight[client, default: 0] < Self.maxInFlight else {
@@ -68,7 +76,7 @@ struct ProxyConnections {
         case .bluetoothDeviceRequest(let address, let kind, _, _):
             switch kind {
             case .connect, .connectV3WithCache, .connectV3WithoutCache:
-                connect(address, for: client, group: &group)
+                connect(address, for: client, adapter: adapter, group: &group)
             case .disconnect:
                 disconnect(address, for: client, group: &group)
             case .pair:
@@ -183,6 +191,7 @@ struct ProxyConnections {
         inFlight[client] = nil
         for address in table.addresses(of: client) {
             _ = table.release(address)
+            linkAdapters[address] = nil
             if let link = links.removeValue(forKey: address) { group.addTask { await link.disconnect() } }
         }
         publishSlots()
@@ -197,7 +206,8 @@ struct ProxyConnections {
         links = [:]
     }
 
-    private mutating func connect(_ address: UInt64, for client: APIClientID, group: inout DiscardingTaskGroup) {
+    private mutating func connect(_ address: UInt64, for client: APIClientID, adapter: String?,
+                                  group: inout DiscardingTaskGroup) {
         let device = BluetoothAddress(rawValue: address)
         if configured.contains(address) {
             logger.warning("Home Assistant asked the proxy to connect \(device), a device of the bridge's config: refused")
@@ -208,6 +218,11 @@ struct ProxyConnections {
             return clients.send(.bluetoothDeviceConnectionResponse(address: address, connected: true,
                                                                    mtu: UInt32(entry.mtu), error: 0), to: client)
         }
+        if let adapter, let room = adapterRoom[adapter], linkAdapters.values.count(where: { $0 == adapter }) >= room {
+            logger.info("proxy connect to \(device) refused: \(adapter) is at its max_connections")
+            return clients.send(.bluetoothDeviceConnectionResponse(address: address, connected: false, mtu: 0,
+                                                                   error: ProxyGATTError.noResources), to: client)
+        }
         guard table.claim(address, for: client) else {
             logger.info("proxy connect to \(device) refused: every connection slot is taken, or it is held already")
             return clients.send(.bluetoothDeviceConnectionResponse(address: address, connected: false, mtu: 0,
@@ -216,6 +231,7 @@ struct ProxyConnections {
         publishSlots()
         let link = ProxyLink(address: device, access: access)
         links[address] = link
+        linkAdapters[address] = adapter
         let done = self.done, logger = self.logger
         group.addTask {
             do throws(BlueZError) {
@@ -345,6 +361,7 @@ struct ProxyConnections {
     }
 
     private mutating func end(_ address: UInt64, group: inout DiscardingTaskGroup) {
+        linkAdapters[address] = nil
         if let link = links.removeValue(forKey: address) { group.addTask { await link.dropSubscriptions() } }
         publishSlots()
     }

@@ -151,6 +151,7 @@ package struct ProxyFeature: BridgeFeature {
                                      configured: Set((config?.devices ?? []).map(\.address.rawValue)), logger: logger,
                                      done: { input.yield(.connection($0)) })
                 }
+                connections?.adapterRoom = Self.room(adapters, config)
                 let mode = security == .plaintext ? "plaintext" : "encrypted"
                 logger.notice("Home Assistant proxy listening on \(plan.listen) (\(mode))",
                               metadata: ["name": "\(plan.settings.name)", "mac": "\(plan.macAddress)"])
@@ -161,9 +162,11 @@ package struct ProxyFeature: BridgeFeature {
                 case .event(.configApplied(_, let new)):
                     config = new
                     connections?.configured = Set(new.devices.map(\.address.rawValue))
+                    connections?.adapterRoom = Self.room(adapters, new)
                     await reconcile()
                 case .event(.adapters(let statuses, _)):
                     adapters = statuses
+                    connections?.adapterRoom = Self.room(statuses, config)
                     if let running {
                         let state = ProxyPlan.scannerState(statuses)
                         running.clients.update { $0.scannerState = state }
@@ -173,7 +176,7 @@ package struct ProxyFeature: BridgeFeature {
                     guard let clients = running?.clients else { break }
                     let raw = APIMessage.RawAdvertisement(address: heard.address.rawValue, rssi: Int32(heard.rssi),
                                                           addressType: heard.isRandom ? 1 : 0, data: heard.data)
-                    cache.heard(raw)
+                    cache.heard(raw, adapter: String(heard.adapter.split(separator: "/").last ?? ""))
                     guard clients.anyoneListening else { break }
                     let first = batch.isEmpty
                     if let full = batch.add(raw) {
@@ -200,7 +203,9 @@ package struct ProxyFeature: BridgeFeature {
                     await start(plan)
                 case .request(let client, let request):
                     if connections != nil {
-                        connections?.handle(request, from: client, group: &group)
+                        connections?.handle(request, from: client, adapter: Self.address(of: request).flatMap {
+                            cache.adapter(of: $0)
+                        }, group: &group)
                     } else {
                         running?.clients.refuse(request, to: client)
                     }
@@ -228,6 +233,24 @@ package struct ProxyFeature: BridgeFeature {
             }
             await stop()
         }
+    }
+}
+
+extension ProxyFeature {
+    /// What each adapter may still take for the proxy: its `max_connections` less the bridge's devices online through
+    /// it.
+    static func room(_ adapters: [AdapterStatus], _ config: BridgeConfig?) -> [String: Int] {
+        guard let config else { return [:] }
+        var room: [String: Int] = [:]
+        for adapter in adapters {
+            room[adapter.name] = max(0, config.bluetooth.maxConnections(of: adapter.name) - adapter.connections)
+        }
+        return room
+    }
+
+    static func address(of request: APIMessage) -> UInt64? {
+        if case .bluetoothDeviceRequest(let address, _, _, _) = request { return address }
+        return nil
     }
 }
 
