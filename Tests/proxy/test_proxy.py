@@ -497,3 +497,23 @@ def test_an_adapters_max_connections_caps_the_proxy_with_the_bridges_own(periphe
         await client.disconnect()
     run(check())
     proxy.bridge.assert_running()
+
+
+def test_the_bridge_stopping_closes_the_proxys_links(peripheral, central, proxy_bridge):
+    peripheral("heart_rate", STRAP)
+    proxy = proxy_bridge()
+
+    async def check():
+        client = proxy.client()
+        await client.connect(login=False)
+        flags = (await client.device_info()).bluetooth_proxy_feature_flags_compat(client.api_version)
+        link = Connection(client, STRAP, flags)
+        await link.connect()
+        assert link.states[-1][0]
+        assert central.device_property(STRAP, "Connected") is True
+        # The client stays connected while the bridge stops: the bridge's own stop closes the link.
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, proxy.bridge.process.stop)
+        assert proxy.bridge.process.returncode == 0
+        await wait_for(lambda: central.device_property(STRAP, "Connected") is False, "the link closed by the stop")
+    run(check())

@@ -197,13 +197,12 @@ struct ProxyConnections {
         publishSlots()
     }
 
-    /// The proxy stops: every link is closed.
-    mutating func closeAll(group: inout DiscardingTaskGroup) {
-        for (address, link) in links {
-            _ = table.release(address)
-            group.addTask { await link.disconnect() }
-        }
-        links = [:]
+    /// The proxy stops: every link, for the caller to close (awaited: at shutdown a child task would be cancelled and
+    /// leave the device connected, since BlueZ keeps a link its client made after the client is gone).
+    mutating func closeAll() -> [ProxyLink] {
+        for address in links.keys { _ = table.release(address) }
+        defer { links = [:]; linkAdapters = [:] }
+        return Array(links.values)
     }
 
     private mutating func connect(_ address: UInt64, for client: APIClientID, adapter: String?,

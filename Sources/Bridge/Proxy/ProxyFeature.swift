@@ -85,7 +85,7 @@ package struct ProxyFeature: BridgeFeature {
             }
 
             func stop() async {
-                connections?.closeAll(group: &group)
+                for link in connections?.closeAll() ?? [] { await link.disconnect() }
                 connections = nil
                 cache.clear()
                 running?.clients.goodbye()
