@@ -338,7 +338,7 @@ bench-web: setup bench-build
 
 # What the Home Assistant Bluetooth proxy costs (docs/performance.md#home-assistant-bluetooth-proxy), beside a peer,
 # denvera/bt-proxy (Python, bleak): idle memory and CPU with the proxy off and on, then one aioesphomeapi client
-# subscribed to raw advertisements with 0 and 50 BTHome broadcasters at 1 Hz (~8 min; in .venv-proxy). The peer comes
+# subscribed to raw advertisements with 0 and 50 BTHome broadcasters at 1 Hz (~9 min; in .venv-proxy). The peer comes
 # from the mirror `fetch github:denvera/bt-proxy` makes, or PROXY_ARGS="--peer DIR", and is skipped, saying so,
 # without it. PROXY_ARGS="--before OLD_BINARY --broadcasters 50 --seconds 60 --no-peer". JSON in
 # .bench/proxy-latest.json.
