@@ -23,6 +23,11 @@ The numbers are printed (and saved to .bench/proxy-latest.json, or --json), neve
 
     .venv-proxy/bin/python scripts/bench/proxy_cost.py [--broadcasters 50] [--seconds 60] [--idle-seconds 30]
                                                        [--before BINARY] [--peer DIR | --no-peer] [--json out.json]
+                                                       [--perf FILE]
+
+`--perf FILE` adds, after gattbridge's windows with the broadcasters and the client, 30 s of `perf record -g` (into
+FILE) and 30 s of `strace -c` in the same state; with the release build's symbols kept
+(GATTBRIDGE_BIN=.build-profile/release/gattbridge, `make profile-build`), `perf report -i FILE` names the functions.
 
 GATTBRIDGE_BIN chooses the binary (default: .build-release, what `make bench-build` makes). The peer comes from
 --peer (a checkout of github.com/denvera/bt-proxy) or else the mirror `fetch github:denvera/bt-proxy` leaves in
@@ -264,6 +269,23 @@ class Peer:
 
 # --- the run -------------------------------------------------------------------------------------------------------
 
+def profile(pid: int, client: Client, path: str, seconds: float = 30) -> dict:
+    """`perf record -g` into `path`, then `strace -c`, `seconds` each, and the advertisements delivered in each: where
+    the CPU goes (a binary with its symbols reads better: `make profile-build`). After the measured windows, never in
+    them."""
+    start = client.counts()[0]
+    perf = subprocess.run(["perf", "record", "-F", "2000", "-g", "-o", path, "-p", str(pid), "--", "sleep",
+                           str(seconds)], capture_output=True, text=True)
+    middle = client.counts()[0]
+    strace = subprocess.run(["timeout", "-s", "INT", str(seconds), "strace", "-c", "-f", "-p", str(pid)],
+                            capture_output=True, text=True)
+    end = client.counts()[0]
+    summary = "\n".join(line for line in strace.stderr.splitlines() if not line.startswith("strace:"))
+    print(f"perf record ({'ok' if perf.returncode == 0 else perf.stderr.strip()[-200:]}): {path}, "
+          f"{middle - start} advertisements delivered\nstrace -c, {end - middle} advertisements delivered:\n{summary}")
+    return {"perf_data": path, "perf_adverts": middle - start, "strace_adverts": end - middle, "strace": summary}
+
+
 def with_client(subject, a, rows: dict, prefix: str, load: int, crowd: Optional[list[int]] = None) -> None:
     """One client subscribed: `--seconds` measured (after every broadcaster was heard, with `crowd`), then the client
     leaves and `--idle-seconds` more are measured."""
@@ -275,6 +297,8 @@ def with_client(subject, a, rows: dict, prefix: str, load: int, crowd: Optional[
                        lambda: f"{len(wanted - client.addresses)} broadcasters never heard", interval=0.2)
         time.sleep(a.settle)
         rows[f"{prefix} client {load}"] = measure(subject.pid, a.seconds, client, subject.bench)
+        if crowd and a.perf and isinstance(subject, Bridge):
+            rows[f"{prefix} profile {load}"] = profile(subject.pid, client, a.perf)
     finally:
         client.close()
     subject.check()
@@ -406,6 +430,8 @@ def main() -> int:
     ap.add_argument("--before", help="a binary from before the proxy, measured idle first")
     ap.add_argument("--peer", help="a checkout of denvera/bt-proxy (default: the mirror's HEAD)")
     ap.add_argument("--no-peer", action="store_true", help="gattbridge alone")
+    ap.add_argument("--perf", metavar="FILE", help="then profile gattbridge with the client and the broadcasters: "
+                                                   "perf record into FILE, and strace -c (30 s each)")
     ap.add_argument("--json", help="also write the numbers here")
     a = ap.parse_args()
     result = run(a)
