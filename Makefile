@@ -326,6 +326,7 @@ bench: setup bench-build
 	$(MAKE) bench-fleet
 	$(MAKE) bench-adverts
 	$(MAKE) bench-web
+	$(MAKE) bench-proxy
 
 # What the web page costs (docs/performance.md#the-web-page): idle memory and CPU with the page off and on, then one
 # headless Chromium on Devices while three devices publish at 1 Hz (~2 min; needs Debian's chromium and Playwright,
@@ -334,6 +335,18 @@ bench: setup bench-build
 WEB_ARGS ?=
 bench-web: setup bench-build
 	GATTBRIDGE_BIN=$(CURDIR)/$(BENCH_BIN) $(PYTHON) scripts/bench/web_cost.py $(WEB_ARGS)
+
+# What the Home Assistant Bluetooth proxy costs (docs/performance.md#home-assistant-bluetooth-proxy), beside a peer,
+# denvera/bt-proxy (Python, bleak): idle memory and CPU with the proxy off and on, then one aioesphomeapi client
+# subscribed to raw advertisements with 0 and 50 BTHome broadcasters at 1 Hz (~9 min; in .venv-proxy). The peer comes
+# from the mirror `fetch github:denvera/bt-proxy` makes, or PROXY_ARGS="--peer DIR", and is skipped, saying so,
+# without it. PROXY_ARGS="--before OLD_BINARY --broadcasters 50 --seconds 60 --no-peer". JSON in
+# .bench/proxy-latest.json.
+.PHONY: bench-proxy
+PROXY_ARGS ?=
+bench-proxy: setup bench-build
+	bash scripts/proxy/setup.sh
+	GATTBRIDGE_BIN=$(CURDIR)/$(BENCH_BIN) .venv-proxy/bin/python scripts/bench/proxy_cost.py $(PROXY_ARGS)
 
 # The fleet at scale (docs/fleet.md): 3 bridges x 30 simulated peripherals on one BlueZoo and broker,
 # every device owned once, then the time from an owner's SIGKILL to its devices online elsewhere (~15 s; part of
