@@ -15,6 +15,9 @@ package struct AdapterSet {
     /// Device name → adapter name.
     package private(set) var placed: [String: String] = [:]
     package private(set) var online: Set<String> = []
+    /// Connections others hold on each adapter (by name): the Bluetooth proxy's links for Home Assistant, which take
+    /// an adapter's `max_connections` as the devices do (docs/adapters.md).
+    package var external: [String: Int] = [:]
     /// Adapters a missing device was moved away from while their operations were failing. The wedge rule keeps
     /// counting for them until an operation through them works: otherwise a device that fails over to another
     /// adapter (after `AnyAdapterDiscovery`'s head start) would leave the wedged one unhealed, its capacity lost.
@@ -104,7 +107,7 @@ package struct AdapterSet {
                 AdapterChoice.Candidate(
                     name: adapter.name, powered: adapter.powered, healthy: health[adapter.name]?.isHealthy ?? true,
                     devices: placed.filter { $0.key != device.name && $0.value == adapter.name
-                                             && !listeningOnly.contains($0.key) }.count,
+                                             && !listeningOnly.contains($0.key) }.count + (external[adapter.name] ?? 0),
                     maxConnections: listeningOnly.contains(device.name) ? Int.max
                                                                          : settings.maxConnections(of: adapter.name),
                     seen: sightings[device.address]?[adapter.name])
@@ -132,7 +135,7 @@ package struct AdapterSet {
             guard device.adapter == nil || device.adapter == adapter.name, adapter.powered,
                   health[adapter.name]?.isHealthy ?? true else { return false }
             let taken = placed.filter { $0.key != device.name && $0.value == adapter.name
-                                        && !listeningOnly.contains($0.key) }.count
+                                        && !listeningOnly.contains($0.key) }.count + (external[adapter.name] ?? 0)
             return taken < settings.maxConnections(of: adapter.name)
         }
     }

@@ -40,6 +40,8 @@ struct AdapterMachine: Sendable {
         case availability(device: String, online: Bool)
         case tick(adapter: String)
         case stepFinished(adapter: String, AdapterHealthMachine.Step, ok: Bool, error: String?)
+        /// Connections others hold on each adapter (the Bluetooth proxy's), by adapter name.
+        case external([String: Int])
     }
 
     /// Discovery as the machine asks for it (`DiscoveryPort`).
@@ -106,6 +108,10 @@ struct AdapterMachine: Sendable {
             feed(adapter, .tick, world, now: now, &out)
         case .stepFinished(let adapter, let step, let ok, let error):
             feed(adapter, .stepFinished(step, ok: ok, error: error), world, now: now, &out)
+        case .external(let counts):
+            guard adapterSet.external != counts else { return }
+            adapterSet.external = counts
+            place(world, &out)
         }
     }
 

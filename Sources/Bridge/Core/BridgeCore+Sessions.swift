@@ -26,6 +26,8 @@ extension BridgeCore {
             run(machine.handle(.hold(device: name, held: held, known: sessions[name] != nil)))
         case .ownership(let name, let owned):
             run(machine.handle(.ownership(device: name, owned: owned, running: sessions[name] != nil)))
+        case .externalLinks(let counts):
+            run(machine.handle(.adapter(.external(counts))))
         }
     }
 

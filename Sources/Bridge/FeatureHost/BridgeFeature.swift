@@ -78,6 +78,12 @@ public struct FeatureContext: Sendable {
         host.emit(.rearm(device))
     }
 
+    /// The Bluetooth proxy: how many links it holds on each adapter (by name), which the placement of the bridge's own
+    /// devices counts against the adapter's `max_connections`.
+    public func setExternalLinks(_ counts: [String: Int]) {
+        host.requests.yield(.externalLinks(counts))
+    }
+
     /// Fleet: an owned device is held (`OwnershipAction.hold`) or no longer.
     public func setHeld(_ device: String, held: Bool) {
         host.requests.yield(.hold(device: device, held: held))

@@ -11,6 +11,8 @@ package enum CoreRequest: Sendable {
     case hold(device: String, held: Bool)
     /// Passive (docs/adverts.md): a broadcaster is heard (`online`) or went silent; said as a session says it.
     case availability(device: String, online: Bool)
+    /// The Bluetooth proxy's links on each adapter (by name), counted against its `max_connections`.
+    case externalLinks([String: Int])
 }
 
 /// Fans the core's events out to the features (one stream each, so a slow feature delays only itself) and routes

@@ -38,6 +38,8 @@ struct ProxyConnections {
     var configured: Set<UInt64>
     let logger: Logger
     let done: @Sendable (Outcome) -> Void
+    /// The links held on each adapter, told to the core so its own devices' placement counts them.
+    let linksChanged: @Sendable ([String: Int]) -> Void
     private var table: ProxyConnectionTable
     private var links: [UInt64: ProxyLink] = [:]
     private var inFlight: [APIClientID: Int] = [:]
@@ -49,12 +51,14 @@ struct ProxyConnections {
     private var linkAdapters: [UInt64: String] = [:]
 
     init(access: PeripheralAccess, clients: ProxyClients, slots: Int, configured: Set<UInt64>, logger: Logger,
-         done: @escaping @Sendable (Outcome) -> Void) {
+         done: @escaping @Sendable (Outcome) -> Void,
+         linksChanged: @escaping @Sendable ([String: Int]) -> Void = { _ in }) {
         self.access = access
         self.clients = clients
         self.configured = configured
         self.logger = logger
         self.done = done
+        self.linksChanged = linksChanged
         table = ProxyConnectionTable(slots: slots)
         publishSlots()
     }
@@ -201,7 +205,11 @@ struct ProxyConnections {
     /// leave the device connected, since BlueZ keeps a link its client made after the client is gone).
     mutating func closeAll() -> [ProxyLink] {
         for address in links.keys { _ = table.release(address) }
-        defer { links = [:]; linkAdapters = [:] }
+        defer {
+            links = [:]
+            linkAdapters = [:]
+            linksChanged([:])
+        }
         return Array(links.values)
     }
 
@@ -227,10 +235,10 @@ struct ProxyConnections {
             return clients.send(.bluetoothDeviceConnectionResponse(address: address, connected: false, mtu: 0,
                                                                    error: ProxyGATTError.noResources), to: client)
         }
-        publishSlots()
         let link = ProxyLink(address: device, access: access)
         links[address] = link
         linkAdapters[address] = adapter
+        publishSlots()
         let done = self.done, logger = self.logger
         group.addTask {
             do throws(BlueZError) {
@@ -368,6 +376,9 @@ struct ProxyConnections {
     private func publishSlots() {
         let table = self.table
         clients.update { table.apply(to: &$0) }
+        var counts: [String: Int] = [:]
+        for (address, adapter) in linkAdapters where table.entry(address) != nil { counts[adapter, default: 0] += 1 }
+        linksChanged(counts)
     }
 
     /// Notifications' values, sent to the client as they arrive (on the D-Bus loop's thread, the server's own).

@@ -149,7 +149,8 @@ package struct ProxyFeature: BridgeFeature {
                 connections = context.peripherals.map {
                     ProxyConnections(access: $0, clients: clients, slots: plan.settings.connectionSlots,
                                      configured: Set((config?.devices ?? []).map(\.address.rawValue)), logger: logger,
-                                     done: { input.yield(.connection($0)) })
+                                     done: { input.yield(.connection($0)) },
+                                     linksChanged: { context.setExternalLinks($0) })
                 }
                 connections?.adapterRoom = Self.room(adapters, config)
                 let mode = security == .plaintext ? "plaintext" : "encrypted"

@@ -75,6 +75,25 @@ import Testing
         #expect(set.placed == ["d1": "hci0", "d2": "hci0"])
     }
 
+    /// The Bluetooth proxy's links take an adapter's slots as devices do: a device goes where there is room beside
+    /// them, and none is left when they fill the adapter.
+    @Test func theProxysLinksTakeAnAdaptersSlots() throws {
+        var set = AdapterSet(settings: BluetoothSettings(adapters: [AdapterSetting(name: "hci0", maxConnections: 2),
+                                                                    AdapterSetting(name: "hci1", maxConnections: 1)]),
+                             window: .seconds(60))
+        set.update([adapter("hci0"), adapter("hci1")])
+        let devices = [try device(1), try device(2)]
+        set.watch(devices)
+        set.external = ["hci0": 2]
+        _ = set.place(devices)
+        #expect(set.placed["d1"] == "hci1" || set.placed["d2"] == "hci1")
+        #expect(!set.placed.values.contains("hci0"))
+        set.external = ["hci0": 2, "hci1": 1]
+        #expect(!set.hasRoom(for: try device(3), listeningOnly: []))
+        set.external = [:]
+        #expect(set.hasRoom(for: try device(3), listeningOnly: []))
+    }
+
     /// Fleet: a bridge claims a device only when it would get a slot for it; the devices it only listens for do not
     /// count, one already holding a slot has room where it is, and a pinned device only counts its own adapter.
     @Test func roomForADeviceCountsOnlyTheDevicesThatConnect() throws {
