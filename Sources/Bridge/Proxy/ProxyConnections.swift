@@ -40,8 +40,8 @@ struct ProxyConnections {
     let done: @Sendable (Outcome) -> Void
     /// The links held on each adapter, told to the core so its own devices' placement counts them.
     let linksChanged: @Sendable ([String: Int]) -> Void
-    private var table: ProxyConnectionTable
-    private var links: [UInt64: ProxyLink] = [:]
+    var table: ProxyConnectionTable
+    var links: [UInt64: ProxyLink] = [:]
     private var inFlight: [APIClientID: Int] = [:]
     /// Connections each adapter (by name) may still take beside the bridge's own devices online through it: its
     /// `max_connections` caps both (docs/adapters.md); unknown adapters are not capped here (BlueZ refuses past the
@@ -84,70 +84,16 @@ struct ProxyConnections {
             case .disconnect:
                 disconnect(address, for: client, group: &group)
             case .pair:
-                guard let link = link(address, of: client) else {
-                    answeredNow(client)
-                    return clients.send(.bluetoothDevicePairingResponse(address: address, paired: false,
-                                                                        error: ProxyGATTError.unlikely), to: client)
-                }
-                group.addTask {
-                    defer { done(.answered(client)) }
-                    do throws(BlueZError) {
-                        try await link.pair(timeout: Self.pairTimeout)
-                        clients.send(.bluetoothDevicePairingResponse(address: address, paired: true, error: 0), to: client)
-                    } catch {
-                        clients.send(.bluetoothDevicePairingResponse(
-                            address: address, paired: false, error: ProxyGATTError(error, writing: true).code), to: client)
-                    }
-                }
+                pair(address, for: client, group: &group)
             case .unpair, .clearCache:
                 forget(address, unpair: kind == .unpair, for: client, group: &group)
             default:
                 clients.send(.bluetoothDeviceConnectionResponse(address: address, connected: false, mtu: 0,
                                                                 error: ProxyGATTError.requestNotSupported), to: client)
             }
-        case .bluetoothGATTGetServicesRequest(let address):
-            guard let link = link(address, of: client) else { return notConnected(address, 0, client) }
-            group.addTask {
-                defer { done(.answered(client)) }
-                // One message per service keeps each within the frame's bound however large the database.
-                for service in await link.services() {
-                    clients.send(.bluetoothGATTGetServicesResponse(address: address, services: [service]), to: client)
-                }
-                clients.send(.bluetoothGATTGetServicesDoneResponse(address: address), to: client)
-            }
-        case .bluetoothGATTReadRequest(let address, let handle),
-             .bluetoothGATTReadDescriptorRequest(let address, let handle):
-            guard let link = link(address, of: client) else { return notConnected(address, handle, client) }
-            let logger = self.logger
-            group.addTask {
-                defer { done(.answered(client)) }
-                do throws(ProxyGATTError) {
-                    let data = try await link.read(handle)
-                    clients.send(.bluetoothGATTReadResponse(address: address, handle: handle, data: data), to: client)
-                } catch {
-                    Self.report(error, address, handle, logger)
-                    clients.send(.bluetoothGATTErrorResponse(address: address, handle: handle, error: error.code),
-                                 to: client)
-                }
-            }
-        case .bluetoothGATTWriteRequest(let address, let handle, let response, let data):
-            write(address, handle, data, response: response, client, group: &group)
-        case .bluetoothGATTWriteDescriptorRequest(let address, let handle, let data):
-            write(address, handle, data, response: true, client, group: &group)
-        case .bluetoothGATTNotifyRequest(let address, let handle, let enable):
-            guard let link = link(address, of: client) else { return notConnected(address, handle, client) }
-            let logger = self.logger
-            group.addTask {
-                defer { done(.answered(client)) }
-                do throws(ProxyGATTError) {
-                    try await link.notify(handle, enable: enable, deliver: Self.deliverer(clients, address, client))
-                    clients.send(.bluetoothGATTNotifyResponse(address: address, handle: handle), to: client)
-                } catch {
-                    Self.report(error, address, handle, logger)
-                    clients.send(.bluetoothGATTErrorResponse(address: address, handle: handle, error: error.code),
-                                 to: client)
-                }
-            }
+        case .bluetoothGATTGetServicesRequest, .bluetoothGATTReadRequest, .bluetoothGATTReadDescriptorRequest,
+             .bluetoothGATTWriteRequest, .bluetoothGATTWriteDescriptorRequest, .bluetoothGATTNotifyRequest:
+            gatt(request, from: client, group: &group)
         default:
             clients.refuse(request, to: client)
         }
@@ -266,80 +212,7 @@ struct ProxyConnections {
         }
     }
 
-    /// Unpair (the bond and the cache) or clear the cache (the cache only: refused for a bonded device, whose bond
-    /// BlueZ keeps with its cache): both through `RemoveDevice`, after the link is closed. The answer comes before the
-    /// link's end is reported, as ESPHome orders them.
-    private mutating func forget(_ address: UInt64, unpair: Bool, for client: APIClientID,
-                                 group: inout DiscardingTaskGroup) {
-        let device = BluetoothAddress(rawValue: address)
-        if configured.contains(address) {
-            answeredNow(client)
-            return answerForget(address, unpair: unpair, success: false, error: ProxyGATTError.writeNotPermitted,
-                                client: client)
-        }
-        let link = table.entry(address)?.client == client ? links[address] : nil
-        let access = self.access, clients = self.clients, done = self.done
-        let bonded = { () async -> Bool in
-            guard let info = await access.gatt.device(address: device, adapter: nil) else { return false }
-            return info.paired || info.bonded
-        }
-        if link != nil { table.disconnecting(address, forgetting: true) }
-        group.addTask {
-            defer { done(.answered(client)) }
-            if !unpair, await bonded() {
-                if link != nil { done(.forgotten(address, closed: false)) }
-                return Self.answerForget(clients, address, unpair: false, success: false,
-                                         error: ProxyGATTError.requestNotSupported, client: client)
-            }
-            await link?.disconnect()
-            var result: (success: Bool, error: Int32) = (!unpair, 0)
-            if let info = await access.gatt.device(address: device, adapter: nil) {
-                do throws(BlueZError) {
-                    try await access.gatt.removeDevice(info.path)
-                    result = (true, 0)
-                } catch {
-                    result = (false, ProxyGATTError(error, writing: true).code)
-                }
-            }
-            Self.answerForget(clients, address, unpair: unpair, success: result.success, error: result.error,
-                              client: client)
-            if link != nil { done(.forgotten(address, closed: true)) }
-        }
-    }
-
-    private func answerForget(_ address: UInt64, unpair: Bool, success: Bool, error: Int32, client: APIClientID) {
-        Self.answerForget(clients, address, unpair: unpair, success: success, error: error, client: client)
-    }
-
-    private static func answerForget(_ clients: ProxyClients, _ address: UInt64, unpair: Bool, success: Bool,
-                                     error: Int32, client: APIClientID) {
-        clients.send(unpair
-                     ? .bluetoothDeviceUnpairingResponse(address: address, success: success, error: error)
-                     : .bluetoothDeviceClearCacheResponse(address: address, success: success, error: error),
-                     to: client)
-    }
-
-    private mutating func write(_ address: UInt64, _ handle: UInt32, _ data: [UInt8], response: Bool,
-                                _ client: APIClientID, group: inout DiscardingTaskGroup) {
-        guard let link = link(address, of: client) else { return notConnected(address, handle, client) }
-        let clients = self.clients, logger = self.logger, done = self.done
-        group.addTask {
-            defer { done(.answered(client)) }
-            do throws(ProxyGATTError) {
-                try await link.write(handle, data, response: response,
-                                     deliver: Self.deliverer(clients, address, client))
-                if response {
-                    clients.send(.bluetoothGATTWriteResponse(address: address, handle: handle), to: client)
-                }
-            } catch {
-                Self.report(error, address, handle, logger)
-                clients.send(.bluetoothGATTErrorResponse(address: address, handle: handle, error: error.code),
-                             to: client)
-            }
-        }
-    }
-
-    private mutating func answeredNow(_ client: APIClientID) {
+    mutating func answeredNow(_ client: APIClientID) {
         if let count = inFlight[client] { inFlight[client] = count > 1 ? count - 1 : nil }
     }
 
@@ -354,44 +227,17 @@ struct ProxyConnections {
         }
     }
 
-    /// The link `client` holds to `address`, connected; nil otherwise.
-    private func link(_ address: UInt64, of client: APIClientID) -> ProxyLink? {
-        guard let entry = table.entry(address), entry.client == client, entry.state == .connected else { return nil }
-        return links[address]
-    }
-
-    /// Answers a request that found no link (counted in `inFlight` as it came, so uncounted here).
-    private mutating func notConnected(_ address: UInt64, _ handle: UInt32, _ client: APIClientID) {
-        answeredNow(client)
-        clients.send(.bluetoothGATTErrorResponse(address: address, handle: handle, error: ProxyGATTError.notConnected),
-                     to: client)
-    }
-
-    private mutating func end(_ address: UInt64, group: inout DiscardingTaskGroup) {
+    mutating func end(_ address: UInt64, group: inout DiscardingTaskGroup) {
         linkAdapters[address] = nil
         if let link = links.removeValue(forKey: address) { group.addTask { await link.dropSubscriptions() } }
         publishSlots()
     }
 
-    private func publishSlots() {
+    func publishSlots() {
         let table = self.table
         clients.update { table.apply(to: &$0) }
         var counts: [String: Int] = [:]
         for (address, adapter) in linkAdapters where table.entry(address) != nil { counts[adapter, default: 0] += 1 }
         linksChanged(counts)
-    }
-
-    /// Notifications' values, sent to the client as they arrive (on the D-Bus loop's thread, the server's own).
-    private static func deliverer(_ clients: ProxyClients, _ address: UInt64, _ client: APIClientID)
-        -> @Sendable (UInt32, [UInt8]) -> Void {
-        { handle, data in
-            clients.send(.bluetoothGATTNotifyDataResponse(address: address, handle: handle, data: data), to: client)
-        }
-    }
-
-    private static func report(_ error: ProxyGATTError, _ address: UInt64, _ handle: UInt32, _ logger: Logger) {
-        guard let message = error.message else { return }
-        logger.info("proxy GATT request failed: \(message)",
-                    metadata: ["address": "\(BluetoothAddress(rawValue: address))", "handle": "\(handle)"])
     }
 }
