@@ -281,6 +281,13 @@ class Connection:
         await self.client.bluetooth_device_disconnect(self.address)
 
 
+async def connected(proxy):
+    """aioesphomeapi connected to the bridge, and the feature flags it read, as Home Assistant starts."""
+    client = proxy.client()
+    await client.connect(login=False)
+    return client, (await client.device_info()).bluetooth_proxy_feature_flags_compat(client.api_version)
+
+
 def test_connections_through_the_proxy_read_notify_write_and_free_their_slots(peripheral, proxy_bridge):
     strap = peripheral("heart_rate", STRAP)
     lamp = peripheral("led", LAMP)
@@ -289,9 +296,7 @@ def test_connections_through_the_proxy_read_notify_write_and_free_their_slots(pe
     free: list = []
 
     async def check():
-        client = proxy.client()
-        await client.connect(login=False)
-        flags = (await client.device_info()).bluetooth_proxy_feature_flags_compat(client.api_version)
+        client, flags = await connected(proxy)
         client.subscribe_bluetooth_connections_free(lambda f, limit, allocated: free.append((f, limit, list(allocated))))
         await wait_for(lambda: free and free[-1][:2] == (3, 3), "three free slots")
 
@@ -346,9 +351,7 @@ def test_a_lost_link_is_reported_once_and_its_slot_freed(bench, peripheral, prox
     free: list = []
 
     async def check():
-        client = proxy.client()
-        await client.connect(login=False)
-        flags = (await client.device_info()).bluetooth_proxy_feature_flags_compat(client.api_version)
+        client, flags = await connected(proxy)
         client.subscribe_bluetooth_connections_free(lambda f, limit, allocated: free.append((f, limit, list(allocated))))
         link = Connection(client, STRAP, flags)
         await link.connect()
@@ -370,9 +373,7 @@ def test_a_device_of_the_config_is_refused_and_keeps_its_values_flowing(peripher
     proxy.bridge.wait_online(mqtt, "desk-led")
 
     async def check():
-        client = proxy.client()
-        await client.connect(login=False)
-        flags = (await client.device_info()).bluetooth_proxy_feature_flags_compat(client.api_version)
+        client, flags = await connected(proxy)
         refused = Connection(client, LAMP, flags)
         await refused.connect()
         assert refused.states and not refused.states[-1][0] and refused.states[-1][2] != 0, refused.states
@@ -393,9 +394,7 @@ def test_pair_unpair_and_clear_cache_through_the_proxy(peripheral, central, prox
     proxy.bridge.process.wait_for_line("pairing agent registered", stream="stderr")
 
     async def check():
-        client = proxy.client()
-        await client.connect(login=False)
-        flags = (await client.device_info()).bluetooth_proxy_feature_flags_compat(client.api_version)
+        client, flags = await connected(proxy)
         link = Connection(client, STRAP, flags)
         await link.connect()
         paired = await client.bluetooth_device_pair(link.address)
@@ -429,9 +428,7 @@ def test_a_flood_of_requests_is_answered_every_one_within_the_bound(peripheral, 
     proxy = proxy_bridge()
 
     async def check():
-        client = proxy.client()
-        await client.connect(login=False)
-        flags = (await client.device_info()).bluetooth_proxy_feature_flags_compat(client.api_version)
+        client, flags = await connected(proxy)
         link = Connection(client, STRAP, flags)
         await link.connect()
         services = await client.bluetooth_gatt_get_services(link.address)
@@ -477,9 +474,7 @@ def test_an_adapters_max_connections_caps_the_proxy_with_the_bridges_own(periphe
     proxy.bridge.wait_online(mqtt, "desk-led")
 
     async def check():
-        client = proxy.client()
-        await client.connect(login=False)
-        flags = (await client.device_info()).bluetooth_proxy_feature_flags_compat(client.api_version)
+        client, flags = await connected(proxy)
         heard: set = set()
         client.subscribe_bluetooth_le_raw_advertisements(
             lambda response: heard.update(a.address for a in response.advertisements))
@@ -504,9 +499,7 @@ def test_the_bridge_stopping_closes_the_proxys_links(peripheral, central, proxy_
     proxy = proxy_bridge()
 
     async def check():
-        client = proxy.client()
-        await client.connect(login=False)
-        flags = (await client.device_info()).bluetooth_proxy_feature_flags_compat(client.api_version)
+        client, flags = await connected(proxy)
         link = Connection(client, STRAP, flags)
         await link.connect()
         assert link.states[-1][0]
