@@ -281,11 +281,19 @@ class Connection:
         await self.client.bluetooth_device_disconnect(self.address)
 
 
-async def connected(proxy):
-    """aioesphomeapi connected to the bridge, and the feature flags it read, as Home Assistant starts."""
+async def connected(proxy, *heard: str):
+    """aioesphomeapi connected to the bridge, and the feature flags it read, as Home Assistant starts; once the devices
+    `heard` came through its raw advertisements, as Home Assistant connects only to a device a proxy heard."""
     client = proxy.client()
     await client.connect(login=False)
-    return client, (await client.device_info()).bluetooth_proxy_feature_flags_compat(client.api_version)
+    flags = (await client.device_info()).bluetooth_proxy_feature_flags_compat(client.api_version)
+    if heard:
+        seen: set = set()
+        unsubscribe = client.subscribe_bluetooth_le_raw_advertisements(
+            lambda response: seen.update(a.address for a in response.advertisements))
+        await wait_for(lambda: {address_int(a) for a in heard} <= seen, f"{', '.join(heard)} heard through the proxy")
+        unsubscribe()
+    return client, flags
 
 
 def test_connections_through_the_proxy_read_notify_write_and_free_their_slots(peripheral, proxy_bridge):
@@ -296,7 +304,7 @@ def test_connections_through_the_proxy_read_notify_write_and_free_their_slots(pe
     free: list = []
 
     async def check():
-        client, flags = await connected(proxy)
+        client, flags = await connected(proxy, STRAP, LAMP)
         client.subscribe_bluetooth_connections_free(lambda f, limit, allocated: free.append((f, limit, list(allocated))))
         await wait_for(lambda: free and free[-1][:2] == (3, 3), "three free slots")
 
@@ -351,7 +359,7 @@ def test_a_lost_link_is_reported_once_and_its_slot_freed(bench, peripheral, prox
     free: list = []
 
     async def check():
-        client, flags = await connected(proxy)
+        client, flags = await connected(proxy, STRAP)
         client.subscribe_bluetooth_connections_free(lambda f, limit, allocated: free.append((f, limit, list(allocated))))
         link = Connection(client, STRAP, flags)
         await link.connect()
@@ -359,7 +367,7 @@ def test_a_lost_link_is_reported_once_and_its_slot_freed(bench, peripheral, prox
         await asyncio.get_running_loop().run_in_executor(None, strap.stop)
         await wait_for(lambda: any(not s[0] for s in link.states), "the lost link reported")
         await wait_for(lambda: free and free[-1] == (3, 3, []), "its slot free")
-        await asyncio.sleep(0)  # any second report would be in the same turn of the reader
+        await client.device_info()  # a round trip: what the bridge sent before its answer has arrived
         assert len([s for s in link.states if not s[0]]) == 1, link.states
         await client.disconnect()
     run(check())
@@ -394,7 +402,7 @@ def test_pair_unpair_and_clear_cache_through_the_proxy(peripheral, central, prox
     proxy.bridge.process.wait_for_line("pairing agent registered", stream="stderr")
 
     async def check():
-        client, flags = await connected(proxy)
+        client, flags = await connected(proxy, STRAP, LAMP)
         link = Connection(client, STRAP, flags)
         await link.connect()
         paired = await client.bluetooth_device_pair(link.address)
@@ -428,7 +436,7 @@ def test_a_flood_of_requests_is_answered_every_one_within_the_bound(peripheral, 
     proxy = proxy_bridge()
 
     async def check():
-        client, flags = await connected(proxy)
+        client, flags = await connected(proxy, STRAP)
         link = Connection(client, STRAP, flags)
         await link.connect()
         services = await client.bluetooth_gatt_get_services(link.address)
@@ -474,11 +482,7 @@ def test_an_adapters_max_connections_caps_the_proxy_with_the_bridges_own(periphe
     proxy.bridge.wait_online(mqtt, "desk-led")
 
     async def check():
-        client, flags = await connected(proxy)
-        heard: set = set()
-        client.subscribe_bluetooth_le_raw_advertisements(
-            lambda response: heard.update(a.address for a in response.advertisements))
-        await wait_for(lambda: {address_int(STRAP), address_int("C0:FF:EE:00:44:03")} <= heard, "both heard")
+        client, flags = await connected(proxy, STRAP, "C0:FF:EE:00:44:03")
         first = Connection(client, STRAP, flags)
         await first.connect()
         assert first.states[-1][0], first.states
@@ -499,7 +503,7 @@ def test_the_bridge_stopping_closes_the_proxys_links(peripheral, central, proxy_
     proxy = proxy_bridge()
 
     async def check():
-        client, flags = await connected(proxy)
+        client, flags = await connected(proxy, STRAP)
         link = Connection(client, STRAP, flags)
         await link.connect()
         assert link.states[-1][0]

@@ -84,7 +84,7 @@ extension AdapterMachine {
 
     /// The Bluetooth proxy's raw advertisements: any device an adapter of the config heard with an RSSI, whatever it
     /// carries, when a report changed its RSSI or what the advertisement is rebuilt from (`AdvertisementBytes`).
-    private func advertised(_ info: DeviceInfo, changed: Set<String>?, _ world: World, _ out: inout [Action]) {
+    func advertised(_ info: DeviceInfo, changed: Set<String>?, _ world: World, _ out: inout [Action]) {
         guard world.rawAdvertisements, info.rssi != nil, adapterSet.uses(adapterPath: info.adapterPath) else { return }
         if let changed, changed.isDisjoint(with: Self.advertisementProperties) { return }
         if let advertisement = HeardAdvertisement(info) { out.append(.advertisement(advertisement)) }

@@ -252,7 +252,11 @@ struct CoreMachine: Sendable {
         adapters.adaptersKnown = known
         adapters.adapterSet.update(known)
         adapters.adapterSet.watch(AdapterMachine.connecting(world))
-        for device in sighted where device.rssi != nil { adapters.sighted(device, world, now: now, &out) }
+        for device in sighted where device.rssi != nil {
+            adapters.sighted(device, world, now: now, &out)
+            // The Bluetooth proxy learns what BlueZ already holds: a still device is reported again only when it changes.
+            adapters.advertised(device, changed: nil, world, &out)
+        }
         if adapters.adapterSet.present.isEmpty { out.append(.log(.warning, "no Bluetooth adapter yet; waiting for one")) }
         adapters.bluezAvailable = bluezAvailable
         for device in config.devices { start(device, &out) }

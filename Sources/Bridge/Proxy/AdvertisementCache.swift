@@ -23,7 +23,7 @@ struct AdvertisementCache {
     var count: Int { latest.count }
 
     /// One dictionary write per advertisement; the walk for the oldest only when a new device finds the cache full.
-    /// `adapter`: the name of the adapter that heard it (`hci0`).
+    /// `adapter`: the object path of the adapter that heard it (`/org/bluez/hci0`).
     mutating func heard(_ advertisement: APIMessage.RawAdvertisement, adapter: String = "") {
         clock += 1
         latest[advertisement.address] = (advertisement, clock, adapter)
@@ -32,7 +32,7 @@ struct AdvertisementCache {
         }
     }
 
-    /// The adapter that last heard the device (where BlueZ will connect it).
+    /// The adapter (its object path) that last heard the device: an adapter of the config, where the proxy connects it.
     func adapter(of address: UInt64) -> String? { latest[address]?.adapter }
 
     mutating func forget(_ address: UInt64) {

@@ -7,7 +7,8 @@ extension ProxyConnections {
     /// Unpair (the bond and the cache) or clear the cache (the cache only: refused for a bonded device, whose bond
     /// BlueZ keeps with its cache): both through `RemoveDevice`, after the link is closed. The answer comes before the
     /// link's end is reported, as ESPHome orders them.
-    mutating func forget(_ address: UInt64, unpair: Bool, for client: APIClientID, group: inout DiscardingTaskGroup) {
+    mutating func forget(_ address: UInt64, unpair: Bool, for client: APIClientID, adapter: String?,
+                         group: inout DiscardingTaskGroup) {
         let device = BluetoothAddress(rawValue: address)
         if configured.contains(address) {
             answeredNow(client)
@@ -17,7 +18,7 @@ extension ProxyConnections {
         let link = table.entry(address)?.client == client ? links[address] : nil
         let access = self.access, clients = self.clients, done = self.done
         let bonded = { () async -> Bool in
-            guard let info = await access.gatt.device(address: device, adapter: nil) else { return false }
+            guard let info = await access.gatt.device(address: device, adapter: adapter) else { return false }
             return info.paired || info.bonded
         }
         if link != nil { table.disconnecting(address, forgetting: true) }
@@ -30,7 +31,7 @@ extension ProxyConnections {
             }
             await link?.disconnect()
             var result: (success: Bool, error: Int32) = (!unpair, 0)
-            if let info = await access.gatt.device(address: device, adapter: nil) {
+            if let info = await access.gatt.device(address: device, adapter: adapter) {
                 do throws(BlueZError) {
                     try await access.gatt.removeDevice(info.path)
                     result = (true, 0)

@@ -63,7 +63,8 @@ struct ProxyConnections {
         publishSlots()
     }
 
-    /// `adapter`: where the device was last heard, for a connect.
+    /// `adapter`: the object path of the adapter of the config that last heard the device (nil: none did): where a
+    /// connect goes, and where an unpair or cache clear forgets it.
     mutating func handle(_ request: APIMessage, from client: APIClientID, adapter: String? = nil,
                          group: inout DiscardingTaskGroup) {
         let clients = self.clients, done = self.done
@@ -86,7 +87,7 @@ struct ProxyConnections {
             case .pair:
                 pair(address, for: client, group: &group)
             case .unpair, .clearCache:
-                forget(address, unpair: kind == .unpair, for: client, group: &group)
+                forget(address, unpair: kind == .unpair, for: client, adapter: adapter, group: &group)
             default:
                 clients.send(.bluetoothDeviceConnectionResponse(address: address, connected: false, mtu: 0,
                                                                 error: ProxyGATTError.requestNotSupported), to: client)
@@ -159,7 +160,7 @@ struct ProxyConnections {
         return Array(links.values)
     }
 
-    private mutating func connect(_ address: UInt64, for client: APIClientID, adapter: String?,
+    private mutating func connect(_ address: UInt64, for client: APIClientID, adapter path: String?,
                                   group: inout DiscardingTaskGroup) {
         let device = BluetoothAddress(rawValue: address)
         if configured.contains(address) {
@@ -171,7 +172,13 @@ struct ProxyConnections {
             return clients.send(.bluetoothDeviceConnectionResponse(address: address, connected: true,
                                                                    mtu: UInt32(entry.mtu), error: 0), to: client)
         }
-        if let adapter, let room = adapterRoom[adapter], linkAdapters.values.count(where: { $0 == adapter }) >= room {
+        // Only through an adapter of the config that heard it: BlueZ keeps the device under every adapter that did.
+        guard let path, let adapter = path.split(separator: "/").last.map(String.init) else {
+            logger.info("proxy connect to \(device) refused: none of the bridge's adapters heard it")
+            return clients.send(.bluetoothDeviceConnectionResponse(address: address, connected: false, mtu: 0,
+                                                                   error: ProxyGATTError.notConnected), to: client)
+        }
+        if let room = adapterRoom[adapter], linkAdapters.values.count(where: { $0 == adapter }) >= room {
             logger.info("proxy connect to \(device) refused: \(adapter) is at its max_connections")
             return clients.send(.bluetoothDeviceConnectionResponse(address: address, connected: false, mtu: 0,
                                                                    error: ProxyGATTError.noResources), to: client)
@@ -181,7 +188,7 @@ struct ProxyConnections {
             return clients.send(.bluetoothDeviceConnectionResponse(address: address, connected: false, mtu: 0,
                                                                    error: ProxyGATTError.noResources), to: client)
         }
-        let link = ProxyLink(address: device, access: access)
+        let link = ProxyLink(address: device, adapter: path, access: access)
         links[address] = link
         linkAdapters[address] = adapter
         publishSlots()

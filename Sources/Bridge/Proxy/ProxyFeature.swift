@@ -87,7 +87,6 @@ package struct ProxyFeature: BridgeFeature {
             func stop() async {
                 for link in connections?.closeAll() ?? [] { await link.disconnect() }
                 connections = nil
-                cache.clear()
                 running?.clients.goodbye()
                 running?.server.stop()
                 await running?.announcer?.stop()
@@ -105,6 +104,8 @@ package struct ProxyFeature: BridgeFeature {
                 }
                 guard let plan else {
                     waiting = nil
+                    // Off: the core stops reporting, so what is kept would go stale.
+                    if config?.esphomeProxy.enabled != true { cache.clear() }
                     return
                 }
                 await start(plan)
@@ -119,7 +120,9 @@ package struct ProxyFeature: BridgeFeature {
                     return
                 }
                 let security: APIConnection.Security = key.map { .noise(psk: $0.bytes) } ?? .plaintext
-                let clients = ProxyClients(host: host, identity: plan.identity, status: plan.status, logger: logger,
+                var status = APISession.Status()
+                status.scannerState = ProxyPlan.scannerState(adapters)
+                let clients = ProxyClients(host: host, identity: plan.identity, status: status, logger: logger,
                                            peripheralRequest: { input.yield(.request($0, $1)) },
                                            clientLeft: { input.yield(.clientLeft($0)) },
                                            subscribed: { input.yield(.subscribed($0)) })
@@ -174,11 +177,11 @@ package struct ProxyFeature: BridgeFeature {
                     }
                     await reconcile()
                 case .event(.advertisement(let heard)):
-                    guard let clients = running?.clients else { break }
+                    // Kept before the server runs too (the devices BlueZ holds at start come first).
                     let raw = APIMessage.RawAdvertisement(address: heard.address.rawValue, rssi: Int32(heard.rssi),
                                                           addressType: heard.isRandom ? 1 : 0, data: heard.data)
-                    cache.heard(raw, adapter: String(heard.adapter.split(separator: "/").last ?? ""))
-                    guard clients.anyoneListening else { break }
+                    cache.heard(raw, adapter: heard.adapter)
+                    guard let clients = running?.clients, clients.anyoneListening else { break }
                     let first = batch.isEmpty
                     if let full = batch.add(raw) {
                         clients.publish(full)
@@ -238,7 +241,7 @@ package struct ProxyFeature: BridgeFeature {
 }
 
 extension ProxyFeature {
-    /// What each adapter may still take for the proxy: its `max_connections` less the bridge's devices online through
+    /// What each adapter (by name) may still take for the proxy: its `max_connections` less the bridge's devices online through
     /// it.
     static func room(_ adapters: [AdapterStatus], _ config: BridgeConfig?) -> [String: Int] {
         guard let config else { return [:] }

@@ -11,24 +11,25 @@ import ESPHomeAPI
 actor ProxyLink {
     let address: BluetoothAddress
     private let access: PeripheralAccess
+    /// The adapter (object path) to connect through.
+    let adapterPath: String
     private var devicePath: String?
-    private var adapterPath: String?
     private(set) var gatt: ProxyGATT?
     /// Notifying characteristics by the proxy's handle.
     private var subscriptions: [UInt32: any ValueSubscription] = [:]
 
-    init(address: BluetoothAddress, access: PeripheralAccess) {
+    init(address: BluetoothAddress, adapter: String, access: PeripheralAccess) {
         self.address = address
+        adapterPath = adapter
         self.access = access
     }
 
     /// Connects and resolves the device's services; returns the ATT MTU (23 when BlueZ does not say).
     func connect(timeout: Duration) async throws(BlueZError) -> Int {
-        guard let device = await access.gatt.device(address: address, adapter: nil) else {
+        guard let device = await access.gatt.device(address: address, adapter: adapterPath) else {
             throw .deviceNotFound(address.description)
         }
         devicePath = device.path
-        adapterPath = device.adapterPath
         let key = "proxy \(address)"
         do {
             try await access.gate.acquire(key, lane: device.adapterPath)

@@ -10,7 +10,6 @@ struct ProxyPlan: Equatable {
     var listen: String
     var macAddress: String
     var identity: APISession.Identity
-    var status: APISession.Status
 
     init?(config: BridgeConfig, adapters: [AdapterStatus], version: String) {
         let settings = config.esphomeProxy
@@ -26,18 +25,10 @@ struct ProxyPlan: Equatable {
             settings: settings, friendlyName: config.fleet?.id ?? FleetSettings.defaultID, version: version,
             macAddress: macAddress, webPort: config.web.enabled ? config.web.listen.port : nil,
             encrypted: settings.encryption)
-        status = APISession.Status()
-        status.scannerState = Self.scannerState(adapters)
     }
 
     /// Running while an adapter scans; idle otherwise (BlueZ's discovery is stopped or the adapter is off).
     static func scannerState(_ adapters: [AdapterStatus]) -> APIMessage.BluetoothScannerState {
         adapters.contains { $0.powered && $0.discovering } ? .running : .idle
-    }
-
-    /// Only the scanner's state may change under a running server without restarting it.
-    static func == (lhs: ProxyPlan, rhs: ProxyPlan) -> Bool {
-        lhs.settings == rhs.settings && lhs.stateDir == rhs.stateDir && lhs.listen == rhs.listen
-            && lhs.macAddress == rhs.macAddress && lhs.identity == rhs.identity
     }
 }

@@ -81,6 +81,16 @@ import Testing
         })
     }
 
+    /// What BlueZ already holds when the core begins is an advertisement too: a still device is not reported again.
+    @Test func theDevicesBlueZHoldsAtTheStartAreAdvertisements() {
+        var config = CoreMachineTests.config([])
+        config.esphomeProxy.enabled = true
+        var machine = CoreMachine(config: config, rawAdvertisementConsumer: true)
+        let begun = machine.handle(.began(adapters: [Self.hci0], sighted: [BridgeCoreTests.thermometer(rssi: -66)],
+                                          bluezAvailable: true))
+        #expect(begun.contains { if case .advertisement(let a) = $0 { a.rssi == -66 } else { false } })
+    }
+
     /// A consumer with the proxy off in the config (its default) makes no scan and no advertisement.
     @Test func theProxyOffMakesNoScanForAConsumer() {
         let config = CoreMachineTests.config([])
