@@ -8,7 +8,7 @@ The venv is .venv-proxy (scripts/proxy/setup.sh): the bench's requirements and a
 habluetooth, pinned. The bench fixtures are the integration tier's (Tests/integration/conftest.py), loaded from there;
 on top of them:
   proxy_bridge  factory: proxy_bridge(encryption=True, devices=[], adverts=False, key_file=True, name=None,
-                default_agent=False, max_connections=None) → ProxyBridge:
+                default_agent=False, max_connections=None, env=None) → ProxyBridge:
                 mosquitto and `gattbridge run` with `esphome_proxy: {enabled, listen, encryption,
                 encryption_key_file}` on hci0; `.port`, `.key` (base64, None in plaintext), `.bridge`, `.mqtt`,
                 `.client(**kw)` (an aioesphomeapi APIClient for it)
@@ -77,7 +77,7 @@ def _listening(port: int) -> bool:
 def proxy_bridge(bench, mosquitto, mqtt, run_gattbridge, gattbridge_bin, tmp_path):
     def start(encryption: bool = True, devices: Optional[list[dict]] = None, adverts: bool = False,
               key_file: bool = True, name: Optional[str] = None, default_agent: bool = False,
-              max_connections: Optional[int] = None) -> ProxyBridge:
+              max_connections: Optional[int] = None, env: Optional[dict] = None) -> ProxyBridge:
         port = free_port()
         proxy: dict[str, Any] = {"enabled": True, "listen": f"127.0.0.1:{port}", "encryption": encryption}
         key = None
@@ -110,7 +110,7 @@ def proxy_bridge(bench, mosquitto, mqtt, run_gattbridge, gattbridge_bin, tmp_pat
         assert check.returncode == 0, check.stderr
         mark = mqtt.mark()
         process = run_gattbridge(["run", "--config", path, "--log-level",
-                                  os.environ.get("GATTBRIDGE_TEST_LOG_LEVEL", "debug")])
+                                  os.environ.get("GATTBRIDGE_TEST_LOG_LEVEL", "debug")], env=env)
         bridge = Bridge(process, path, BASE)
         mqtt.wait_for(bridge.topic("bridge", "info"), None, 20, since=mark)
         _wait_until(lambda: _listening(port) or (bridge.assert_running() and False), 20,
